@@ -1,0 +1,5 @@
+"""``python -m kubebench``."""
+
+from .cli import main
+
+main()

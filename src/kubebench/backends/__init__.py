@@ -1,0 +1,1 @@
+"""Backends run rendered jobs: local processes (the embedded default) or Kubernetes."""

@@ -1,0 +1,99 @@
+"""What every backend implements (submit, status, logs, cancel) and the wait loop they share."""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from ..paths import RunPaths
+from ..spec.base import PluginConfig
+
+JobPhase = Literal["running", "succeeded", "failed"]
+Final = Literal["succeeded", "failed", "timeout", "cancelled"]
+
+if TYPE_CHECKING:
+    from ..render.job import RenderedJob
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    """A backend's view of a job at one moment."""
+
+    phase: JobPhase
+    exit_code: int | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a job ended."""
+
+    state: Final
+    exit_code: int | None
+    reason: str
+
+
+class Backend(ABC):
+    """A place jobs run. Subclasses implement the four verbs; the wait loop is shared."""
+
+    Config: ClassVar[type[PluginConfig]]
+    #: Wait-loop polling: first interval, growth factor and cap, in seconds.
+    poll_first: ClassVar[float] = 0.005
+    poll_factor: ClassVar[float] = 1.5
+    poll_max: ClassVar[float] = 1.0
+
+    def __init__(self, config: PluginConfig) -> None:
+        self.config = config
+
+    @abstractmethod
+    def job_paths(self, local: RunPaths) -> RunPaths:
+        """The run's folders as the job sees them, given where kubebench sees them."""
+
+    @abstractmethod
+    def submit(self, job: RenderedJob, paths: RunPaths) -> Any:
+        """Start the job; return a handle for the other verbs."""
+
+    @abstractmethod
+    def status(self, handle: Any) -> JobStatus:
+        """The job's current phase (cheap; called by the wait loop)."""
+
+    @abstractmethod
+    def logs(self, handle: Any, paths: RunPaths) -> None:
+        """Make sure each replica's log is in ``paths.output`` as ``<replica-type>-<index>.log``."""
+
+    @abstractmethod
+    def cancel(self, handle: Any) -> None:
+        """Stop everything the job started; safe to call on a finished job."""
+
+    def finished(self, handle: Any) -> None:
+        """Called once the job has ended by itself; backends clean up what is left over here."""
+
+    def wait(self, handle: Any, timeout: float) -> Outcome:
+        """Wait until the job ends or ``timeout`` seconds pass (then cancel it: state ``timeout``).
+
+        Polls with exponential backoff, so short jobs are seen finishing at once and long ones
+        cost few calls. On an interrupt (Ctrl-C) the job is cancelled before the error goes on.
+        """
+        deadline = time.monotonic() + timeout
+        interval = self.poll_first
+        try:
+            while True:
+                status = self.status(handle)
+                if status.phase != "running":
+                    self.finished(handle)
+                    return Outcome(status.phase, status.exit_code, status.reason)
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    self.cancel(handle)
+                    return Outcome("timeout", None, f"timed out after {_seconds(timeout)}")
+                time.sleep(min(interval, remaining))
+                interval = min(interval * self.poll_factor, self.poll_max)
+        except BaseException:
+            self.cancel(handle)
+            raise
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g}s" if value < 120 else f"{value / 60:g}m"

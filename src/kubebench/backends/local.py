@@ -1,0 +1,245 @@
+"""The embedded default: every replica of a job runs as a local process, with the environment
+that Kubeflow's operator would give its pod, so the same rendered job runs on Kubernetes unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, IO, Literal
+
+from ..errors import BackendError
+from ..paths import RunPaths
+from ..render.kinds import ReplicaGroup, replica_groups
+from ..spec.base import PluginConfig
+from .base import Backend, JobStatus
+
+LOCALHOST = "127.0.0.1"
+
+if TYPE_CHECKING:
+    from ..render.job import RenderedJob
+
+
+class LocalConfig(PluginConfig):
+    """Options of ``backend: {kind: local}``."""
+
+    kind: Literal["local"] = "local"
+    #: Seconds between SIGTERM and SIGKILL when a job is stopped.
+    kill_grace: float = 3.0
+
+
+@dataclass(frozen=True)
+class ReplicaLaunch:
+    """One process to start: which replica it is, its argv and its extra environment."""
+
+    type: str
+    index: int
+    argv: tuple[str, ...]
+    env: dict[str, str]
+
+    @property
+    def name(self) -> str:
+        """``<replica-type>-<index>``, also the name of its log file."""
+        return f"{self.type}-{self.index}"
+
+
+@dataclass
+class LocalJob:
+    """Handle of a running local job."""
+
+    processes: list[tuple[ReplicaLaunch, subprocess.Popen]] = field(default_factory=list)
+    logs: list[IO[bytes]] = field(default_factory=list)
+
+
+class LocalBackend(Backend):
+    """Runs replicas as process groups on this machine; stops them all on cancel or timeout."""
+
+    Config = LocalConfig
+
+    def job_paths(self, local: RunPaths) -> RunPaths:
+        """Local processes see the same folders as kubebench."""
+        return local
+
+    def submit(self, job: RenderedJob, paths: RunPaths) -> LocalJob:
+        """Start every replica in its own process group, logging to ``output/<type>-<index>.log``."""
+        launches = plan_launches(job.manifest, Path(paths.config))
+        handle = LocalJob()
+        try:
+            for launch in launches:
+                log = open(Path(paths.output) / f"{launch.name}.log", "wb")
+                handle.logs.append(log)
+                process = subprocess.Popen(
+                    launch.argv,
+                    env={**os.environ, **launch.env},
+                    cwd=job.workdir,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,  # its own process group, so that it can be stopped whole
+                )
+                handle.processes.append((launch, process))
+        except OSError as e:
+            self.cancel(handle)
+            raise BackendError(f"cannot start {launch.name} ({launch.argv[0]}): {e.strerror or e}") from e
+        return handle
+
+    def status(self, handle: LocalJob) -> JobStatus:
+        """Failed as soon as one replica fails; succeeded when all have exited 0."""
+        running = False
+        for launch, process in handle.processes:
+            code = process.poll()
+            if code is None:
+                running = True
+            elif code != 0:
+                return JobStatus("failed", _exit_code(code), f"{launch.name} {_describe_exit(code)}")
+        return JobStatus("running") if running else JobStatus("succeeded", 0)
+
+    def logs(self, handle: LocalJob, paths: RunPaths) -> None:
+        """Logs are written in place; only close the files."""
+        _close_logs(handle)
+
+    def cancel(self, handle: LocalJob) -> None:
+        """SIGTERM every replica's process group, then SIGKILL what is left after the grace."""
+        groups = [p.pid for _, p in handle.processes]
+        _signal_groups(groups, signal.SIGTERM)
+        deadline = time.monotonic() + self.config.kill_grace
+        for _, process in handle.processes:
+            try:
+                process.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+        _signal_groups(groups, signal.SIGKILL)
+        for _, process in handle.processes:
+            process.wait()
+        _close_logs(handle)
+
+    def finished(self, handle: LocalJob) -> None:
+        """Stop the other replicas of a failed job, and anything a replica left behind."""
+        self.cancel(handle)
+
+
+def _close_logs(handle: LocalJob) -> None:
+    for log in handle.logs:
+        log.close()
+
+
+def _signal_groups(groups: list[int], sig: signal.Signals) -> None:
+    for pgid in groups:
+        try:
+            os.killpg(pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass  # the whole group has already exited
+
+
+def _exit_code(code: int) -> int:
+    return 128 - code if code < 0 else code
+
+
+def _describe_exit(code: int) -> str:
+    if code < 0:
+        name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
+        return f"was killed by signal {name}"
+    if code == 137:
+        return "exited with code 137 (killed: out of memory?)"
+    return f"exited with code {code}"
+
+
+def plan_launches(manifest: dict, config_dir: Path) -> list[ReplicaLaunch]:
+    """The processes that emulate the operator of ``manifest``'s kind on this machine."""
+    kind = manifest.get("kind")
+    groups = replica_groups(manifest)
+    replicas = [(g, i) for g in groups for i in range(g.count)]
+    operator_env = _operator_env(kind, replicas, config_dir)
+    launches = []
+    for rank, (group, index) in enumerate(replicas):
+        container = _main_container(group)
+        argv = tuple(container.get("command") or ()) + tuple(container.get("args") or ())
+        if not argv:
+            if kind == "MPIJob" and group.type == "worker":
+                continue  # an MPI worker only hosts the ranks that mpirun starts
+            raise BackendError(f"{group.type}-{index}: no command; the local backend cannot run an image's entrypoint")
+        env = {**_container_env(container), **operator_env(rank, group.type, index)}
+        env |= {"KUBEBENCH_REPLICA_TYPE": group.type, "KUBEBENCH_REPLICA_INDEX": str(index)}
+        launches.append(ReplicaLaunch(group.type, index, _local_argv(argv), env))
+    return launches
+
+
+def _main_container(group: ReplicaGroup) -> dict:
+    containers = group.template.get("spec", {}).get("containers") or []
+    if not containers:
+        raise BackendError(f"replica type {group.type!r} has no containers")
+    return containers[0]
+
+
+def _container_env(container: dict) -> dict[str, str]:
+    return {e["name"]: str(e.get("value", "")) for e in container.get("env") or [] if "name" in e}
+
+
+def _local_argv(argv: tuple[str, ...]) -> tuple[str, ...]:
+    # The image's `python` is this interpreter locally, so that workloads see kubebench's packages.
+    if argv[0] in ("python", "python3"):
+        return (sys.executable, *argv[1:])
+    return argv
+
+
+def _operator_env(kind: str | None, replicas: list[tuple[ReplicaGroup, int]], config_dir: Path):
+    world = len(replicas)
+    if kind in ("PyTorchJob", "TrainJob"):
+        port = free_port()
+        return lambda rank, _t, _i: _torch_env(kind, rank, world, port)
+    if kind == "TFJob":
+        ports = {(g.type, i): free_port() for g, i in replicas}
+        cluster: dict[str, list[str]] = {}
+        for (rtype, _), port in ports.items():
+            cluster.setdefault(rtype, []).append(f"{LOCALHOST}:{port}")
+        return lambda _r, rtype, index: {
+            "TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": rtype, "index": index}, "environment": "cloud"})
+        }
+    if kind == "MPIJob":
+        mpi = _mpi_env(replicas, config_dir)
+        return lambda _r, _t, _i: mpi
+    if kind == "Job":
+        return lambda _r, _t, index: {"JOB_COMPLETION_INDEX": str(index)}
+    return lambda _r, _t, _i: {}
+
+
+def _torch_env(kind: str, rank: int, world: int, port: int) -> dict[str, str]:
+    env = {
+        "MASTER_ADDR": LOCALHOST,
+        "MASTER_PORT": str(port),
+        "WORLD_SIZE": str(world),
+        "RANK": str(rank),
+        # All replicas share this host: distinct local ranks pick distinct GPUs.
+        "LOCAL_RANK": str(rank),
+        "LOCAL_WORLD_SIZE": str(world),
+    }
+    if kind == "TrainJob":
+        env |= {"PET_NNODES": str(world), "PET_NPROC_PER_NODE": "1", "PET_NODE_RANK": str(rank),
+                "PET_MASTER_ADDR": LOCALHOST, "PET_MASTER_PORT": str(port)}
+    return env
+
+
+def _mpi_env(replicas: list[tuple[ReplicaGroup, int]], config_dir: Path) -> dict[str, str]:
+    slots = sum(1 for g, _ in replicas if g.type == "worker")
+    hostfile = config_dir / "hostfile"
+    hostfile.write_text(f"localhost slots={slots}\n")
+    return {
+        "OMPI_MCA_orte_default_hostfile": str(hostfile),
+        "OMPI_MCA_hwloc_base_binding_policy": "none",
+        "OMPI_ALLOW_RUN_AS_ROOT": "1",
+        "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+    }
+
+
+def free_port() -> int:
+    """A TCP port free on loopback right now."""
+    with socket.socket() as s:
+        s.bind((LOCALHOST, 0))
+        return s.getsockname()[1]

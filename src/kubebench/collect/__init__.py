@@ -1,0 +1,1 @@
+"""Turn a finished run's files and logs into metrics."""

@@ -1,0 +1,114 @@
+"""Read metrics from a run: ``result/result.json``, post-processors and the metric line protocol."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .. import METRIC_LINE_PREFIX, registry
+from ..errors import PostprocessError
+from ..spec.base import PluginConfig
+from .context import RunContext
+
+if TYPE_CHECKING:
+    from ..spec.model import MetricSpec
+
+_PAIR = re.compile(r"([A-Za-z_][A-Za-z0-9_.:/-]*)=(\S+)")
+_REPLICA_ORDER = ["master", "chief", "launcher", "worker", "node", "ps", "evaluator"]
+
+
+@dataclass(frozen=True)
+class Collected:
+    """Metrics of a run, its non-numeric result fields, and why collection failed (if it did)."""
+
+    metrics: dict[str, float] = field(default_factory=dict)
+    info: dict[str, str] = field(default_factory=dict)
+    error: str = ""
+
+
+def parse_metric_lines(lines: Iterable[str]) -> dict[str, float]:
+    """Values of ``KUBEBENCH_METRIC name=value …`` lines; the last value of a name wins."""
+    found: dict[str, float] = {}
+    for line in lines:
+        start = line.find(METRIC_LINE_PREFIX)
+        if start < 0:
+            continue
+        for name, raw in _PAIR.findall(line[start + len(METRIC_LINE_PREFIX):]):
+            value = to_number(raw)
+            if value is not None:
+                found[name] = value
+    return found
+
+
+def to_number(value: object) -> float | None:
+    """A finite float from a number or numeric string (the original Kubebench wrote strings)."""
+    if isinstance(value, bool):
+        return None
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def replica_logs(output: Path) -> list[Path]:
+    """The replicas' logs (``<type>-<index>.log``) in rank order: master/chief/launcher first."""
+
+    def order(path: Path) -> tuple[int, int, str]:
+        rtype, _, index = path.stem.rpartition("-")
+        rank = _REPLICA_ORDER.index(rtype) if rtype in _REPLICA_ORDER else len(_REPLICA_ORDER)
+        return rank, int(index) if index.isdigit() else 0, path.name
+
+    return sorted(output.glob("*.log"), key=order)
+
+
+def metrics_from_logs(output: Path) -> dict[str, float]:
+    """Protocol lines of all replica logs; a name reported by several replicas keeps rank 0's value."""
+    found: dict[str, float] = {}
+    for log in reversed(replica_logs(output)):
+        with open(log, encoding="utf-8", errors="replace") as f:
+            found.update(parse_metric_lines(f))
+    return found
+
+
+def read_result_json(path: Path) -> tuple[dict[str, float], dict[str, str]]:
+    """Numbers and other fields of a flat ``result.json`` object; absent file → empty."""
+    if not path.exists():
+        return {}, {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise PostprocessError(f"result/result.json is not valid JSON: {e}") from e
+    if not isinstance(data, dict):
+        raise PostprocessError("result/result.json must hold one flat JSON object")
+    numbers, info = {}, {}
+    for key, value in data.items():
+        number = to_number(value)
+        if number is not None:
+            numbers[str(key)] = number
+        else:
+            info[str(key)] = value if isinstance(value, str) else json.dumps(value)
+    return numbers, info
+
+
+def collect(ctx: RunContext, postprocess: Sequence[PluginConfig], declared: Sequence[MetricSpec]) -> Collected:
+    """All metrics of a finished run. Later sources override earlier ones: protocol lines, then
+    post-processors in order, then ``result/result.json`` (the job's or a post-processor's).
+    """
+    try:
+        metrics = metrics_from_logs(ctx.output)
+        for config in postprocess:
+            processor = registry.load("postprocessors", config.kind)(config)
+            metrics.update(processor.run(ctx))
+        numbers, info = read_result_json(ctx.result / "result.json")
+    except PostprocessError as e:
+        return Collected(error=f"post-processing failed: {e}")
+    metrics.update(numbers)
+    missing = [m.name for m in declared if m.required and m.name not in metrics]
+    error = f"metric missing: {', '.join(missing)}" if missing else ""
+    return Collected(metrics, info, error)

@@ -1,0 +1,50 @@
+"""The one error tree of kubebench.
+
+Every expected failure raises a subclass of :class:`KubebenchError`; the CLI prints its message
+and exits with its ``exit_code``, without a traceback. A failed *run* is not an error: it is
+recorded as data (see ``kubebench.store``).
+"""
+
+from __future__ import annotations
+
+
+class KubebenchError(Exception):
+    """Base of every error kubebench expects and explains."""
+
+    exit_code = 2
+
+
+class SpecError(KubebenchError):
+    """The benchmark spec, the parameter file or an override is invalid."""
+
+
+class TemplateError(SpecError):
+    """A job template failed to render."""
+
+
+class PlanError(SpecError):
+    """The parameters produce no valid plan (for example an empty sweep)."""
+
+
+class PluginError(KubebenchError):
+    """A plugin name is unknown or a plugin failed to load."""
+
+
+class BackendError(KubebenchError):
+    """A backend could not submit, watch or cancel a job."""
+
+    exit_code = 1
+
+
+class StoreError(KubebenchError):
+    """The results store is unreachable, locked, or of an unknown schema version."""
+
+
+class NotFoundError(KubebenchError):
+    """An experiment or run id that the store does not hold."""
+
+
+class PostprocessError(KubebenchError):
+    """A post-processor could not turn a run's outputs into metrics (recorded on the run)."""
+
+    exit_code = 1

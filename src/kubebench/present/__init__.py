@@ -1,0 +1,1 @@
+"""Show results: terminal tables and machine-readable exports."""

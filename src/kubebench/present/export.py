@@ -1,0 +1,72 @@
+"""Run records as JSON (a list of objects) or CSV (one row per run, stable columns)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+
+from ..store.records import RunRecord
+
+RESULT_FORMAT_VERSION = 1
+
+
+def run_dict(run: RunRecord) -> dict:
+    """The JSON form of a run: ids, status, params, metrics, timings and failure details."""
+    return {
+        "run_id": run.run_id,
+        "experiment_id": run.experiment_id,
+        "trial_id": run.trial_id,
+        "repeat": run.repeat,
+        "warmup": run.warmup,
+        "status": run.status,
+        "params": run.params,
+        "metrics": run.metrics,
+        "info": run.info,
+        "started_at": run.started_at,
+        "finished_at": run.finished_at,
+        "duration_s": run.duration_s,
+        "exit_code": run.exit_code,
+        "reason": run.reason,
+        "attempts": run.attempts,
+        "format_version": RESULT_FORMAT_VERSION,
+    }
+
+
+def to_json(runs: Sequence[RunRecord]) -> str:
+    """A JSON list of run objects."""
+    return json.dumps([run_dict(r) for r in runs], indent=2)
+
+
+def columns(runs: Sequence[RunRecord]) -> tuple[list[str], list[str]]:
+    """Parameter names (in the spec's order) and metric names (sorted) over all runs."""
+    params: dict[str, None] = {}
+    metrics: set[str] = set()
+    for run in runs:
+        params.update(dict.fromkeys(run.params))
+        metrics.update(run.metrics)
+    return list(params), sorted(metrics)
+
+
+def to_csv(runs: Sequence[RunRecord]) -> str:
+    """``run_id, trial_id, repeat, status, param.<name>…, metric.<name>…, duration_s, exit_code, reason``."""
+    params, metrics = columns(runs)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["run_id", "trial_id", "repeat", "status", *(f"param.{p}" for p in params),
+                     *(f"metric.{m}" for m in metrics), "duration_s", "exit_code", "reason"])
+    for run in runs:
+        writer.writerow([run.run_id, run.trial_id, run.repeat, run.status,
+                         *(_cell(run.params.get(p)) for p in params),
+                         *(_cell(run.metrics.get(m)) for m in metrics),
+                         _cell(run.duration_s), _cell(run.exit_code), run.reason])
+    return out.getvalue()
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, (list, dict)):
+        return json.dumps(value)
+    return str(value)

@@ -1,0 +1,47 @@
+"""Plugins by name: built-ins plus the ``kubebench.<group>`` entry-point groups.
+
+A plugin is referenced as ``"module:attribute"`` so that looking up names never imports heavy
+modules; the object is imported only when it is used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from functools import cache
+from importlib.metadata import entry_points
+from typing import Any
+
+from .errors import PluginError
+
+_BUILTINS: dict[str, dict[str, str]] = {
+    "backends": {
+        "local": "kubebench.backends.local:LocalBackend",
+    },
+    "postprocessors": {
+        "regex": "kubebench.collect.postprocess:RegexPostprocessor",
+        "command": "kubebench.collect.postprocess:CommandPostprocessor",
+        "python": "kubebench.collect.postprocess:PythonPostprocessor",
+    },
+}
+
+
+@cache
+def names(group: str) -> dict[str, str]:
+    """Map every plugin name of ``group`` to its ``module:attribute`` reference."""
+    found = dict(_BUILTINS.get(group, {}))
+    for ep in entry_points(group=f"kubebench.{group}"):
+        found.setdefault(ep.name, ep.value)
+    return found
+
+
+def load(group: str, name: str) -> Any:
+    """Import and return the plugin ``name`` of ``group``; unknown names list the valid ones."""
+    known = names(group)
+    if name not in known:
+        valid = ", ".join(sorted(known))
+        raise PluginError(f"unknown {group[:-1]} {name!r}; valid: {valid}")
+    module_name, _, attribute = known[name].partition(":")
+    try:
+        return getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as e:
+        raise PluginError(f"{group[:-1]} {name!r} ({known[name]}) failed to load: {e}") from e

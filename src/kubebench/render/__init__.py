@@ -1,0 +1,1 @@
+"""Pure rendering: a run and its parameters → the job manifest every backend executes."""

@@ -1,0 +1,118 @@
+"""Render one run: fill the trial's parameters into the job (shorthand or template) and add the
+``KUBEBENCH_*`` environment and id labels to every replica.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import SpecError
+from ..plan.plan import Run, digest
+from ..spec.model import JOB_KINDS, JobSpec, LoadedSpec
+from . import kinds
+from .templating import render_string, render_template_file
+
+
+@dataclass(frozen=True)
+class RenderedJob:
+    """A run's job, ready for a backend: the manifest plus the values it was made from."""
+
+    run_id: str
+    name: str
+    manifest: dict[str, Any]
+    #: Working directory of local processes: the spec's folder, or its `job.working_dir`.
+    workdir: Path
+
+    @property
+    def kind(self) -> str:
+        """The manifest's kind (PyTorchJob, TFJob, …)."""
+        return str(self.manifest["kind"])
+
+
+def job_fingerprint(loaded: LoadedSpec) -> str:
+    """Hash of what defines the job (the shorthand or the template's text): resuming needs it equal."""
+    return digest(loaded.spec.job.model_dump(), loaded.template_text)
+
+
+def job_name(run: Run) -> str:
+    """A DNS-1123 name for the run's job object."""
+    return f"kb-{run.id}"
+
+
+def labels(experiment_id: str, run: Run) -> dict[str, str]:
+    """Labels put on every object of a run, so that it can be found by experiment, trial or run."""
+    return {
+        kinds.LABEL_PREFIX + "experiment": experiment_id[:63],
+        kinds.LABEL_PREFIX + "trial": run.trial.id,
+        kinds.LABEL_PREFIX + "run": run.id,
+    }
+
+
+def template_context(loaded: LoadedSpec, run: Run, experiment_id: str, env: dict[str, str]) -> dict[str, Any]:
+    """Names a template may use: each parameter, ``params`` and ``kubebench`` (ids, paths, env)."""
+    info = {
+        "experiment_id": experiment_id,
+        "trial_id": run.trial.id,
+        "run_id": run.id,
+        "repeat": run.repeat,
+        "name": job_name(run),
+        "benchmark": loaded.spec.name,
+        "timeout": loaded.spec.timeout,
+        "env": env,
+    }
+    return {**run.trial.params, "params": dict(run.trial.params), "kubebench": info}
+
+
+def render_run(loaded: LoadedSpec, run: Run, experiment_id: str, env: dict[str, str]) -> RenderedJob:
+    """The manifest of ``run``, with ``env`` (the KUBEBENCH_* variables) in every container."""
+    context = template_context(loaded, run, experiment_id, env)
+    name, run_labels = job_name(run), labels(experiment_id, run)
+    job = loaded.spec.job
+    if job.template:
+        manifest = render_template_file(loaded.base_dir / job.template, context, loaded.template_text or "")
+        manifest.setdefault("metadata", {}).setdefault("name", name)
+    else:
+        shape = resolve_shorthand(job, context, run)
+        manifest = kinds.build_manifest(shape, name, run_labels, loaded.spec.timeout)
+    kinds.inject(manifest, env, run_labels)
+    workdir = loaded.base_dir / (job.working_dir or ".")
+    return RenderedJob(run.id, str(manifest["metadata"]["name"]), manifest, workdir)
+
+
+def resolve_shorthand(job: JobSpec, context: dict[str, Any], run: Run) -> kinds.JobShape:
+    """Fill the parameters into every string of the shorthand and check the resulting types."""
+    trial = ", ".join(f"{k}={v}" for k, v in run.trial.params.items()) or "no parameters"
+
+    def fill(value: Any, where: str) -> Any:
+        if isinstance(value, str):
+            return render_string(value, context, f"job.{where} (trial {trial})")
+        if isinstance(value, list):
+            return [fill(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        if isinstance(value, dict):
+            return {k: fill(v, f"{where}.{k}") for k, v in value.items()}
+        return value
+
+    data = {k: fill(v, k) for k, v in job.model_dump(exclude={"template", "working_dir"}).items()}
+    try:
+        workers = int(data["workers"])
+    except ValueError as e:
+        raise SpecError(f"job.workers (trial {trial}): {data['workers']!r} is not a whole number") from e
+    if workers < 1:
+        raise SpecError(f"job.workers (trial {trial}): must be at least 1, got {workers}")
+    if data["kind"] not in JOB_KINDS:
+        raise SpecError(f"job.kind (trial {trial}): unknown job kind {data['kind']!r}; valid: {', '.join(JOB_KINDS)}")
+    return kinds.JobShape(
+        kind=data["kind"],
+        workers=workers,
+        image=data["image"],
+        command=tuple(data["command"]),
+        env=tuple((k, _text(v)) for k, v in data["env"].items()),
+        resources=tuple((k, _text(v)) for k, v in data["resources"].items()),
+    )
+
+
+def _text(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+

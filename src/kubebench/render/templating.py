@@ -1,0 +1,93 @@
+"""Jinja2 (sandboxed) and Jsonnet rendering, with the template's file and line in every error."""
+
+from __future__ import annotations
+
+import json
+import traceback
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import TemplateError
+
+
+@cache
+def _environment() -> Any:
+    from jinja2 import StrictUndefined
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    # Sandboxed and strict: templates come from users, and a misspelt parameter must fail loudly.
+    return ImmutableSandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=True)
+
+
+def render_string(text: str, context: dict[str, Any], where: str) -> str:
+    """Render one Jinja2 string (a field of the job shorthand)."""
+    if "{{" not in text and "{%" not in text:
+        return text
+    import jinja2
+
+    try:
+        return _environment().from_string(text).render(context)
+    except jinja2.TemplateError as e:
+        raise TemplateError(f"{where}: {_jinja_message(e)} in {text!r}") from e
+
+
+def render_template_file(path: Path, context: dict[str, Any], text: str) -> dict[str, Any]:
+    """Render the text of a ``.j2`` (YAML out) or ``.jsonnet`` template to a manifest mapping."""
+    if path.suffix == ".jsonnet":
+        manifest = _render_jsonnet(path, text, context)
+    else:
+        manifest = _load_yaml(_render_jinja_file(path, text, context), path)
+    if not isinstance(manifest, dict) or "kind" not in manifest:
+        raise TemplateError(f"{path}: the template must produce one manifest (a mapping with `kind`)")
+    return manifest
+
+
+def _render_jinja_file(path: Path, text: str, context: dict[str, Any]) -> str:
+    import jinja2
+
+    try:
+        return _environment().from_string(text).render(context)
+    except jinja2.TemplateSyntaxError as e:
+        raise TemplateError(f"{path}:{e.lineno}: template syntax error: {e.message}") from e
+    except jinja2.TemplateError as e:
+        line = _template_line(e)
+        raise TemplateError(f"{path}{f':{line}' if line else ''}: {_jinja_message(e)}") from e
+
+
+def _template_line(e: BaseException) -> int | None:
+    # Jinja rewrites tracebacks so that frames of template code carry the template's line numbers.
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if f.filename == "<template>"]
+    return frames[-1].lineno if frames else None
+
+
+def _jinja_message(e: Exception) -> str:
+    import jinja2
+
+    if isinstance(e, jinja2.UndefinedError):
+        return f"undefined variable: {e.message}"
+    return f"template error: {getattr(e, 'message', None) or e}"
+
+
+def _load_yaml(text: str, path: Path) -> Any:
+    try:
+        return yaml.safe_load(text)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark
+        where = f":{mark.line + 1}" if mark else ""
+        raise TemplateError(f"{path}{where}: rendered template is not valid YAML: {e.problem}") from e
+    except yaml.YAMLError as e:
+        raise TemplateError(f"{path}: rendered template is not valid YAML: {e}") from e
+
+
+def _render_jsonnet(path: Path, text: str, context: dict[str, Any]) -> Any:
+    import _jsonnet
+
+    codes = {key: json.dumps(value, default=str) for key, value in context.items()}
+    try:
+        return json.loads(_jsonnet.evaluate_snippet(str(path), text, ext_codes=codes))
+    except RuntimeError as e:
+        # The message already names file:line:column of the failing expression.
+        raise TemplateError(f"{path}: jsonnet error: {str(e).strip()}") from e

@@ -1,0 +1,1 @@
+"""What users write: the benchmark spec and the experimenter's parameters, loaded and validated."""

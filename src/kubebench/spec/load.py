@@ -1,0 +1,185 @@
+"""Load a spec and parameter files from YAML into typed models, with file:line in every error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, get_args
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from ..errors import SpecError
+from .model import BenchmarkSpec, LoadedSpec
+
+MAX_SPEC_BYTES = 1_000_000
+Location = tuple[int, int]  # 1-based line and column
+
+
+def read_text(path: str | Path, what: str = "spec") -> str:
+    """The text of a user file, or a SpecError naming it."""
+    p = Path(path)
+    try:
+        if p.stat().st_size > MAX_SPEC_BYTES:
+            raise SpecError(f"{p}: {what} file is larger than {MAX_SPEC_BYTES} bytes")
+        return p.read_text(encoding="utf-8")
+    except FileNotFoundError as e:
+        raise SpecError(f"{p}: {what} file not found") from e
+    except IsADirectoryError as e:
+        raise SpecError(f"{p}: is a folder, expected a {what} file") from e
+    except (OSError, UnicodeDecodeError) as e:
+        raise SpecError(f"{p}: cannot read {what} file: {e}") from e
+
+
+def parse_yaml(text: str, source: str) -> tuple[Any, dict[tuple, Location]]:
+    """Safe-load YAML and map each key path to its line/column for error messages."""
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
+        raise SpecError(f"{where}: YAML syntax error: {e.problem or e}") from e
+    except yaml.YAMLError as e:
+        raise SpecError(f"{source}: YAML error: {e}") from e
+    locations: dict[tuple, Location] = {}
+    if node is not None:
+        _index(node, (), locations)
+    return data, locations
+
+
+def _index(node: yaml.Node, path: tuple, out: dict[tuple, Location]) -> None:
+    out[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            child = path + (key.value,)
+            _index(value, child, out)
+            out[child] = (key.start_mark.line + 1, key.start_mark.column + 1)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _index(item, path + (i,), out)
+
+
+def locate(locations: dict[tuple, Location], loc: tuple) -> Location | None:
+    """Line/column of the deepest known prefix of a pydantic error location."""
+    for end in range(len(loc), -1, -1):
+        if tuple(loc[:end]) in locations:
+            return locations[tuple(loc[:end])]
+    return None
+
+
+def format_validation_error(
+    e: ValidationError, source: str, locations: dict[tuple, Location], data: Any, root: type[BaseModel]
+) -> str:
+    """One line per problem: ``file:line:col: field.path: message``."""
+    lines = []
+    for err in e.errors():
+        loc = _data_path(data, err["loc"])
+        where = locate(locations, loc)
+        prefix = f"{source}:{where[0]}:{where[1]}" if where else source
+        field = ".".join(str(p) for p in loc) or "(top level)"
+        message = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "missing":
+            message = "required key is missing"
+        elif err["type"] == "extra_forbidden":
+            message = f"unknown key; allowed keys: {', '.join(allowed_keys(root, err['loc']))}"
+        lines.append(f"{prefix}: {field}: {message}")
+    return "\n".join(lines)
+
+
+def _data_path(data: Any, loc: tuple) -> tuple:
+    # pydantic adds union tags and type names ('regex', 'int') to locations; keep only the parts
+    # that exist in the user's data, plus the last one (a missing or unknown key).
+    path: list = []
+    for i, part in enumerate(loc):
+        if isinstance(data, dict) and part in data:
+            data = data[part]
+        elif isinstance(data, list) and isinstance(part, int) and part < len(data):
+            data = data[part]
+        elif i < len(loc) - 1:
+            continue
+        path.append(part)
+    return tuple(path)
+
+
+def allowed_keys(root: type[BaseModel], loc: tuple) -> list[str]:
+    """The keys a model accepts at ``loc`` (an error location ending in the unknown key)."""
+    models = [root]
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        fields = [f for m in models for name, f in m.model_fields.items() if part in (name, f.alias)]
+        tagged = [m for m in models if m.model_fields.get("kind") and m.model_fields["kind"].default == part]
+        models = [m for f in fields for m in _models_in(f.annotation)] if fields else tagged or models
+    return sorted({f.alias or name for m in models for name, f in m.model_fields.items()})
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for arg in get_args(annotation) for m in _models_in(arg)]
+
+
+def validate_spec(data: Any, source: str, locations: dict[tuple, Location]) -> BenchmarkSpec:
+    """Validate parsed YAML as a BenchmarkSpec, translating errors to file:line messages."""
+    if not isinstance(data, dict):
+        raise SpecError(f"{source}: a spec must be a YAML mapping (apiVersion, kind, name, job, …)")
+    try:
+        return BenchmarkSpec.model_validate(data)
+    except ValidationError as e:
+        raise SpecError(format_validation_error(e, source, locations, data, BenchmarkSpec)) from e
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """Parse ``--set key=value``; the value is YAML, so ``[1, 2]`` sweeps and ``8`` is a number."""
+    key, sep, raw = text.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise SpecError(f"--set {text!r}: expected key=value, e.g. --set batch_size=64")
+    try:
+        return key, yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError as e:
+        raise SpecError(f"--set {text!r}: value is not valid YAML: {e}") from e
+
+
+def load_params_file(path: str | Path) -> dict[str, Any]:
+    """The experimenter's parameter file: a flat mapping whose entries override the spec's."""
+    source = str(path)
+    data, _ = parse_yaml(read_text(path, "parameter"), source)
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise SpecError(f"{source}: a parameter file must be a mapping of name: value (a list sweeps)")
+    if set(data) == {"parameters"} and isinstance(data["parameters"], dict):
+        data = data["parameters"]
+    return data
+
+
+def load_spec(
+    path: str | Path,
+    *,
+    params_file: str | Path | None = None,
+    overrides: list[str] | tuple[str, ...] = (),
+) -> LoadedSpec:
+    """Load, merge (spec parameters ← parameter file ← ``--set``) and validate a benchmark spec."""
+    source = str(path)
+    text = read_text(path)
+    data, locations = parse_yaml(text, source)
+    if isinstance(data, dict):
+        params = dict(data.get("parameters") or {})
+        if params_file is not None:
+            params.update(load_params_file(params_file))
+        params.update(parse_override(o) for o in overrides)
+        if params or "parameters" in data:
+            data = {**data, "parameters": params}
+    spec = validate_spec(data, source, locations)
+    base_dir = Path(path).resolve().parent
+    template_text = None
+    if spec.job.template:
+        where = locate(locations, ("job", "template"))
+        label = f"{source}:{where[0]}: job.template" if where else f"{source}: job.template"
+        template_path = base_dir / spec.job.template
+        try:
+            template_text = read_text(template_path, "template")
+        except SpecError as e:
+            raise SpecError(f"{label}: {e}") from e
+    return LoadedSpec(spec=spec, source=source, base_dir=base_dir, text=text, template_text=template_text)

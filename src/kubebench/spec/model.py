@@ -1,0 +1,142 @@
+"""Typed model of a benchmark spec (``apiVersion: kubebench/v1``, ``kind: Benchmark``).
+
+String fields of ``job`` may hold Jinja2 expressions over the parameters (``"{{ workers }}"``);
+they are checked for shape here and for their final type when each trial is rendered.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal, Union
+
+from pydantic import ConfigDict, Field, field_validator, model_validator
+
+from .. import registry
+from .base import Model, PluginConfig, parse_duration
+
+SPEC_SCHEMA_VERSION = "kubebench/v1"
+JOB_KINDS = ("Process", "PyTorchJob", "TFJob", "MPIJob", "TrainJob", "Job")
+
+Scalar = Union[bool, int, float, str, None]
+ParamValue = Union[Scalar, list[Scalar]]
+
+
+class JobSpec(Model):
+    """The job shorthand, or a reference to a template rendering a whole manifest."""
+
+    kind: str = "Process"
+    workers: Union[int, str] = 1
+    image: str = "python:3.11-slim"
+    command: list[str] = Field(default_factory=list)
+    env: dict[str, Union[str, int, float, bool]] = Field(default_factory=dict)
+    resources: dict[str, Union[str, int, float]] = Field(default_factory=dict)
+    working_dir: str | None = None
+    template: str | None = None
+
+    @field_validator("command", mode="before")
+    @classmethod
+    def _stringify_command(cls, value: object) -> object:
+        # YAML turns `--steps, 20` into an int; a command line is strings.
+        if isinstance(value, list):
+            return [v if isinstance(v, str) else _scalar_text(v) for v in value]
+        return value
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, kind: str) -> str:
+        if "{{" not in kind and kind not in JOB_KINDS:
+            raise ValueError(f"unknown job kind {kind!r}; valid: {', '.join(JOB_KINDS)}")
+        return kind
+
+    @model_validator(mode="after")
+    def _command_or_template(self) -> "JobSpec":
+        if self.template and self.command:
+            raise ValueError("give either `command` (the shorthand) or `template`, not both")
+        if not self.template and not self.command:
+            raise ValueError("give `command` (the shorthand) or `template` (a .j2 or .jsonnet manifest)")
+        if self.template and not self.template.endswith((".j2", ".jinja", ".jinja2", ".jsonnet")):
+            raise ValueError(f"template {self.template!r} must end with .j2 / .jinja2 (Jinja2) or .jsonnet")
+        return self
+
+
+def _scalar_text(value: object) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+class MetricSpec(Model):
+    """A metric the benchmark measures; ``required`` ones missing from a run fail it."""
+
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.:/-]*$")
+    unit: str = ""
+    goal: Literal["maximize", "minimize"] = "maximize"
+    primary: bool = False
+    required: bool = True
+
+
+def _union_of(group: str) -> object:
+    configs = tuple(registry.load(group, name).Config for name in registry.names(group))
+    if len(configs) == 1:
+        return configs[0]
+    return Annotated[Union[configs], Field(discriminator="kind")]  # type: ignore[valid-type]
+
+
+PostprocessConfig = _union_of("postprocessors")
+BackendConfig = _union_of("backends")
+
+
+class BenchmarkSpec(Model):
+    """A whole benchmark: job, parameters to sweep, repeats, metrics and where to run."""
+
+    api_version: Literal["kubebench/v1"] = Field("kubebench/v1", alias="apiVersion")
+    kind: Literal["Benchmark"] = "Benchmark"
+    name: str = Field(min_length=1, max_length=63)
+    description: str = ""
+    job: JobSpec
+    parameters: dict[str, ParamValue] = Field(default_factory=dict)
+    sweep: Literal["grid", "zip"] = "grid"
+    include: list[dict[str, Scalar]] = Field(default_factory=list)
+    exclude: list[dict[str, Scalar]] = Field(default_factory=list)
+    repeats: int = Field(1, ge=1, le=10_000)
+    warmup_runs: int = Field(0, ge=0, le=1000)
+    timeout: float = 3600.0
+    metrics: list[MetricSpec] = Field(default_factory=list)
+    postprocess: list[PostprocessConfig] = Field(default_factory=list)  # type: ignore[valid-type]
+    backend: BackendConfig = Field("local", validate_default=True)  # type: ignore[valid-type]
+    data_root: str | None = None
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    @field_validator("timeout", mode="before")
+    @classmethod
+    def _duration(cls, value: object) -> float:
+        return parse_duration(value)
+
+    @field_validator("backend", mode="before")
+    @classmethod
+    def _backend_name(cls, value: object) -> object:
+        return {"kind": value} if isinstance(value, str) else value
+
+    @field_validator("metrics")
+    @classmethod
+    def _one_primary(cls, metrics: list[MetricSpec]) -> list[MetricSpec]:
+        names = [m.name for m in metrics]
+        if len(set(names)) != len(names):
+            raise ValueError(f"metric names must be unique, got {names}")
+        if sum(m.primary for m in metrics) > 1:
+            raise ValueError("at most one metric may be `primary: true`")
+        return metrics
+
+    @property
+    def primary_metric(self) -> MetricSpec | None:
+        """The metric tables and comparisons lead with: the one marked primary, else the first."""
+        return next((m for m in self.metrics if m.primary), self.metrics[0] if self.metrics else None)
+
+
+class LoadedSpec(Model):
+    """A validated spec with where it came from (templates and working dirs are relative to it)."""
+
+    spec: BenchmarkSpec
+    source: str
+    base_dir: Path
+    text: str
+    template_text: str | None = None

@@ -1,0 +1,71 @@
+"""Records the store returns (and exports write): typed, versioned with the store's schema."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+RunStatus = Literal["pending", "running", "succeeded", "failed", "timeout", "cancelled"]
+FAILED_STATES = ("failed", "timeout", "cancelled")
+
+
+class Record(BaseModel):
+    """Base of stored records."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ExperimentRecord(Record):
+    """One experiment: a spec planned under an id (running it again with that id resumes it)."""
+
+    id: str
+    name: str
+    backend: str
+    source: str
+    spec_text: str
+    job_fingerprint: str
+    created_at: float
+    updated_at: float
+    runs_by_status: dict[str, int] = {}
+
+
+class RunRecord(Record):
+    """One run: its trial's parameters, state, failure reason and metrics."""
+
+    run_id: str
+    experiment_id: str
+    trial_id: str
+    repeat: int
+    warmup: bool
+    status: RunStatus
+    params: dict[str, object]
+    metrics: dict[str, float]
+    info: dict[str, str] = {}
+    exit_code: int | None = None
+    reason: str = ""
+    log_tail: str = ""
+    attempts: int = 0
+    started_at: float | None = None
+    finished_at: float | None = None
+    path: str = ""
+
+    @property
+    def duration_s(self) -> float | None:
+        """Wall time of the run (submit to end), in seconds."""
+        if self.started_at is None or self.finished_at is None:
+            return None
+        return self.finished_at - self.started_at
+
+
+class RunResult(Record):
+    """What the runner records when a run ends."""
+
+    run_id: str
+    status: RunStatus
+    metrics: dict[str, float] = {}
+    info: dict[str, str] = {}
+    exit_code: int | None = None
+    reason: str = ""
+    log_tail: str = ""
+    finished_at: float

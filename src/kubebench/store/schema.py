@@ -1,0 +1,78 @@
+"""SQL tables of the store. ``SCHEMA_VERSION`` goes up with every change of these tables."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
+
+SCHEMA_VERSION = 1
+
+metadata = MetaData()
+
+meta = Table(
+    "kubebench_meta",
+    metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", String(256), nullable=False),
+)
+
+experiments = Table(
+    "experiments",
+    metadata,
+    Column("id", String(80), primary_key=True),
+    Column("name", String(128), nullable=False, index=True),
+    Column("backend", String(64), nullable=False),
+    Column("source", Text, nullable=False),
+    Column("spec_text", Text, nullable=False),
+    Column("job_fingerprint", String(32), nullable=False),
+    Column("created_at", Float, nullable=False, index=True),
+    Column("updated_at", Float, nullable=False),
+)
+
+trials = Table(
+    "trials",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("experiment_id", String(80), ForeignKey("experiments.id", ondelete="CASCADE"), nullable=False, index=True),
+    Column("index", Integer, nullable=False),
+    Column("params", JSON, nullable=False),
+)
+
+runs = Table(
+    "runs",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("experiment_id", String(80), ForeignKey("experiments.id", ondelete="CASCADE"), nullable=False),
+    Column("trial_id", String(32), ForeignKey("trials.id", ondelete="CASCADE"), nullable=False, index=True),
+    Column("repeat", Integer, nullable=False),
+    Column("warmup", Boolean, nullable=False, default=False),
+    Column("status", String(16), nullable=False),
+    Column("exit_code", Integer),
+    Column("reason", Text, nullable=False, default=""),
+    Column("log_tail", Text, nullable=False, default=""),
+    Column("info", JSON, nullable=False, default=dict),
+    Column("attempts", Integer, nullable=False, default=0),
+    Column("started_at", Float),
+    Column("finished_at", Float),
+    Column("path", Text, nullable=False, default=""),
+    Index("ix_runs_experiment_status", "experiment_id", "status"),
+)
+
+metrics = Table(
+    "metrics",
+    metadata,
+    Column("run_id", String(32), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    Column("name", String(128), primary_key=True),
+    Column("value", Float, nullable=False),
+)
