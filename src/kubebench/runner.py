@@ -140,8 +140,13 @@ def _prepare_folders(paths: RunPaths) -> None:
 
 def _write_config(paths: RunPaths, job: RenderedJob, run: Run) -> None:
     config = Path(paths.config)
-    (config / "manifest.yaml").write_text(yaml.safe_dump(job.manifest, sort_keys=False), encoding="utf-8")
-    (config / "params.yaml").write_text(yaml.safe_dump(run.trial.params, sort_keys=False), encoding="utf-8")
+    (config / "manifest.yaml").write_text(dump_yaml(job.manifest), encoding="utf-8")
+    (config / "params.yaml").write_text(dump_yaml(run.trial.params), encoding="utf-8")
+
+
+def dump_yaml(data: object) -> str:
+    """YAML in the order given, with libyaml's emitter when present (ten times faster)."""
+    return yaml.dump(data, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False)
 
 
 def _result(experiment: Experiment, run: Run, paths: RunPaths, outcome: Outcome, job: RenderedJob) -> RunResult:

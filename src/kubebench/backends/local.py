@@ -62,6 +62,10 @@ class LocalBackend(Backend):
     """Runs replicas as process groups on this machine; stops them all on cancel or timeout."""
 
     Config = LocalConfig
+    # Polling a child is one cheap waitpid: poll often so short runs are seen ending at once.
+    poll_first = 0.001
+    poll_factor = 1.25
+    poll_max = 0.1
 
     def job_paths(self, local: RunPaths) -> RunPaths:
         """Local processes see the same folders as kubebench."""

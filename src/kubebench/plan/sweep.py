@@ -27,9 +27,10 @@ def expand(
     empty = [k for k, v in swept.items() if not v]
     if empty:
         raise PlanError(f"parameter {empty[0]!r} is an empty list: nothing to sweep")
-    points = [{**fixed, **combo} for combo in _combine(swept, mode)]
+    # Points keep the spec's parameter order, which tables and exports show.
+    points = [{k: combo[k] if k in combo else fixed[k] for k in parameters} for combo in _combine(swept, mode)]
     points = [p for p in points if not any(_matches(p, e) for e in exclude)]
-    defaults = {**fixed, **{k: v[0] for k, v in swept.items()}}
+    defaults = {k: v[0] if isinstance(v, list) else v for k, v in parameters.items()}
     for extra in include:
         point = {**defaults, **extra}
         if point not in points:

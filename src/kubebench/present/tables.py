@@ -48,7 +48,7 @@ def results_table(runs: Sequence[RunRecord], primary: str | None, title: str = "
     for name in ("trial", *params, "ok", "failed"):
         table.add_column(name, justify="right" if name in ("ok", "failed") else "left")
     if primary:
-        for name in (f"{primary} median", "± cv", "min … max", "95% CI of mean"):
+        for name in (f"{primary} median", "cv", "95% CI of mean"):
             table.add_column(name, justify="right")
     for name in others:
         table.add_column(f"{name} median", justify="right")
@@ -58,7 +58,7 @@ def results_table(runs: Sequence[RunRecord], primary: str | None, title: str = "
         row = [trial_id, *(_fmt(trial_runs[0].params.get(p)) for p in params), str(len(ok)), str(failed)]
         if primary:
             s = summarize([r.metrics[primary] for r in ok if primary in r.metrics])
-            row += [_num(s.median), _pct(s.cv), f"{_num(s.min)} … {_num(s.max)}", f"{_num(s.ci_low)} … {_num(s.ci_high)}"]
+            row += [_num(s.median), _pct(s.cv), f"{_num(s.ci_low)} … {_num(s.ci_high)}"]
         for name in others:
             row.append(_num(summarize([r.metrics[name] for r in ok if name in r.metrics]).median))
         table.add_row(*row, style="red" if failed and not ok else None)

@@ -114,7 +114,11 @@ class BenchmarkSpec(Model):
     @field_validator("backend", mode="before")
     @classmethod
     def _backend_name(cls, value: object) -> object:
-        return {"kind": value} if isinstance(value, str) else value
+        value = {"kind": value} if isinstance(value, str) else value
+        known = registry.names("backends")
+        if isinstance(value, dict) and value.get("kind") not in known:
+            raise ValueError(f"unknown backend {value.get('kind')!r}; valid: {', '.join(sorted(known))}")
+        return value
 
     @field_validator("metrics")
     @classmethod

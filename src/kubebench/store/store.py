@@ -182,9 +182,11 @@ def _engine_options(backend: str) -> dict:
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:
-    # WAL lets readers work while a runner writes; foreign keys make deletes cascade.
+    # WAL lets readers work while a runner writes; with WAL, synchronous=NORMAL stays consistent
+    # after a crash and saves an fsync per commit; foreign keys make deletes cascade.
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA busy_timeout=30000")
     cursor.close()

@@ -1,0 +1,156 @@
+"""The local backend: operator environments, process groups, failure, timeout and cancel."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kubebench.backends.local import LocalBackend, LocalConfig, plan_launches
+from kubebench.paths import RunPaths
+from kubebench.render.job import RenderedJob
+from kubebench.render.kinds import JobShape, build_manifest
+
+
+def manifest(kind: str, workers: int, command: list[str]) -> dict:
+    shape = JobShape(kind, workers, "img", tuple(command), (("FOO", "bar"),), ())
+    return build_manifest(shape, "kb-test", {}, 60)
+
+
+def env_of(launches, name):
+    return next(launch.env for launch in launches if launch.name == name)
+
+
+def test_pytorchjob_gets_ranks_and_one_master_port(tmp_path: Path) -> None:
+    launches = plan_launches(manifest("PyTorchJob", 3, ["python", "-c", "pass"]), tmp_path)
+    assert [launch.name for launch in launches] == ["master-0", "worker-0", "worker-1"]
+    assert [launch.env["RANK"] for launch in launches] == ["0", "1", "2"]
+    assert {launch.env["WORLD_SIZE"] for launch in launches} == {"3"}
+    assert len({launch.env["MASTER_PORT"] for launch in launches}) == 1
+    assert all(launch.env["FOO"] == "bar" for launch in launches)
+    assert launches[0].argv[0] == sys.executable  # `python` is this interpreter locally
+
+
+def test_tfjob_gets_tf_config(tmp_path: Path) -> None:
+    launches = plan_launches(manifest("TFJob", 2, ["python", "-c", "pass"]), tmp_path)
+    config = json.loads(env_of(launches, "worker-1")["TF_CONFIG"])
+    assert config["task"] == {"type": "worker", "index": 1}
+    assert len(config["cluster"]["worker"]) == 2
+    assert all(address.startswith("127.0.0.1:") for address in config["cluster"]["worker"])
+
+
+def test_trainjob_and_batch_job_env(tmp_path: Path) -> None:
+    train = plan_launches(manifest("TrainJob", 2, ["python", "-c", "pass"]), tmp_path)
+    assert [launch.name for launch in train] == ["node-0", "node-1"]
+    assert env_of(train, "node-1")["PET_NODE_RANK"] == "1"
+    batch = plan_launches(manifest("Job", 2, ["python", "-c", "pass"]), tmp_path)
+    assert [launch.env["JOB_COMPLETION_INDEX"] for launch in batch] == ["0", "1"]
+
+
+def test_mpijob_runs_the_launcher_with_a_hostfile(tmp_path: Path) -> None:
+    launches = plan_launches(manifest("MPIJob", 2, ["python", "train.py"]), tmp_path)
+    assert [launch.name for launch in launches] == ["launcher-0"]
+    assert launches[0].argv[:3] == ("mpirun", "-np", "2")
+    hostfile = Path(launches[0].env["OMPI_MCA_orte_default_hostfile"])
+    assert hostfile.read_text() == "localhost slots=2\n"
+
+
+def submit(tmp_path: Path, kind: str, workers: int, code: str, grace: float = 1.0):
+    paths = RunPaths(tmp_path / "exp", tmp_path / "data", "e1", "r1")
+    Path(paths.output).mkdir(parents=True)
+    Path(paths.config).mkdir(parents=True)
+    job = RenderedJob("r1", "kb-r1", manifest(kind, workers, [sys.executable, "-c", code]), tmp_path)
+    backend = LocalBackend(LocalConfig(kill_grace=grace))
+    return backend, backend.submit(job, paths), paths
+
+
+def test_success_writes_one_log_per_replica(tmp_path: Path) -> None:
+    backend, handle, paths = submit(tmp_path, "PyTorchJob", 2, "import os; print('rank', os.environ['RANK'])")
+    outcome = backend.wait(handle, timeout=30)
+    assert (outcome.state, outcome.exit_code) == ("succeeded", 0)
+    assert (Path(paths.output) / "master-0.log").read_text().strip() == "rank 0"
+    assert (Path(paths.output) / "worker-0.log").read_text().strip() == "rank 1"
+
+
+def test_one_failing_replica_fails_the_job_and_stops_the_others(tmp_path: Path) -> None:
+    code = "import os, sys, time\nif os.environ['RANK'] == '1': sys.exit(3)\ntime.sleep(60)"
+    backend, handle, _ = submit(tmp_path, "PyTorchJob", 2, code)
+    started = time.monotonic()
+    outcome = backend.wait(handle, timeout=30)
+    assert outcome.state == "failed"
+    assert outcome.exit_code == 3
+    assert outcome.reason == "worker-0 exited with code 3"
+    assert time.monotonic() - started < 10
+    assert all(p.poll() is not None for _, p in handle.processes)
+
+
+def test_signal_is_reported(tmp_path: Path) -> None:
+    backend, handle, _ = submit(tmp_path, "Process", 1, "import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
+    outcome = backend.wait(handle, timeout=30)
+    assert outcome.state == "failed"
+    assert outcome.exit_code == 137
+    assert "SIGKILL" in outcome.reason
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie has exited; it just waits for its parent (init) to reap it.
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
+    pidfile = tmp_path / "grandchild.pid"
+    code = (
+        "import subprocess, sys, time\n"
+        f"p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        f"open({str(pidfile)!r}, 'w').write(str(p.pid))\n"
+        "time.sleep(60)"
+    )
+    backend, handle, _ = submit(tmp_path, "Process", 1, code, grace=0.5)
+    outcome = backend.wait(handle, timeout=1.5)
+    assert outcome.state == "timeout"
+    assert "timed out after 1.5s" in outcome.reason
+    grandchild = int(pidfile.read_text())
+    deadline = time.monotonic() + 5
+    while _alive(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(grandchild), "the workload's own child outlived the timeout"
+
+
+def test_interrupt_while_waiting_cancels_the_job(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    backend, handle, _ = submit(tmp_path, "Process", 2, "import time; time.sleep(60)", grace=0.5)
+    calls = []
+    real_sleep = time.sleep
+
+    def interrupted(seconds: float) -> None:
+        calls.append(seconds)
+        if len(calls) == 1:  # Ctrl-C during the first wait; later sleeps (the kill grace) are real
+            raise KeyboardInterrupt
+        real_sleep(seconds)
+
+    monkeypatch.setattr("kubebench.backends.base.time.sleep", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        backend.wait(handle, timeout=30)
+    assert calls
+    assert all(p.poll() is not None for _, p in handle.processes)
+
+
+def test_missing_program_is_a_backend_error(tmp_path: Path) -> None:
+    from kubebench.errors import BackendError
+
+    paths = RunPaths(tmp_path / "exp", tmp_path / "data", "e1", "r1")
+    Path(paths.output).mkdir(parents=True)
+    Path(paths.config).mkdir(parents=True)
+    job = RenderedJob("r1", "kb-r1", manifest("Process", 1, ["no-such-program-kb"]), tmp_path)
+    with pytest.raises(BackendError, match="cannot start worker-0 \\(no-such-program-kb\\)"):
+        LocalBackend(LocalConfig()).submit(job, paths)

@@ -1,0 +1,142 @@
+"""Metrics from protocol lines, result.json and every post-processor kind, and their failures."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from kubebench import report
+from kubebench.collect.context import RunContext
+from kubebench.collect.metrics import collect, metrics_from_logs, parse_metric_lines, read_result_json
+from kubebench.collect.postprocess import (
+    CommandConfig,
+    CommandPostprocessor,
+    PythonConfig,
+    PythonPostprocessor,
+    RegexConfig,
+    RegexPostprocessor,
+)
+from kubebench.errors import PostprocessError
+from kubebench.paths import RunPaths
+from kubebench.spec.model import MetricSpec
+
+
+@pytest.fixture
+def ctx(tmp_path: Path) -> RunContext:
+    paths = RunPaths(tmp_path / "exp", tmp_path / "data", "exp-1", "run-1")
+    for folder in (paths.config, paths.output, paths.result):
+        Path(folder).mkdir(parents=True)
+    return RunContext("exp-1", "trial-1", "run-1", 0, {"batch_size": 8}, paths, tmp_path)
+
+
+def test_report_prints_the_line_protocol(capsys: pytest.CaptureFixture) -> None:
+    report(images_per_sec=12.5, loss=0.25)
+    line = capsys.readouterr().out
+    assert line == "KUBEBENCH_METRIC images_per_sec=12.5 loss=0.25\n"
+    assert parse_metric_lines([line]) == {"images_per_sec": 12.5, "loss": 0.25}
+
+
+@pytest.mark.parametrize("bad", [{"bad name": 1.0}, {"x": float("nan")}])
+def test_report_rejects_bad_metrics(bad: dict) -> None:
+    with pytest.raises(ValueError):
+        report(**bad)
+
+
+def test_last_value_in_a_log_wins_and_rank_zero_wins_across_logs(ctx: RunContext) -> None:
+    (ctx.output / "worker-0.log").write_text("KUBEBENCH_METRIC x=1 y=7\nnoise\n[rank1] KUBEBENCH_METRIC x=2\n")
+    (ctx.output / "master-0.log").write_text("KUBEBENCH_METRIC x=10\nKUBEBENCH_METRIC x=nope\n")
+    assert metrics_from_logs(ctx.output) == {"x": 10.0, "y": 7.0}
+
+
+def test_result_json_numbers_and_strings(ctx: RunContext) -> None:
+    # The original Kubebench wrote values as strings: numeric strings are metrics, others info.
+    path = ctx.result / "result.json"
+    path.write_text(json.dumps({"total_images/sec": "812.5", "model": "resnet50", "steps": 100}))
+    assert read_result_json(path) == ({"total_images/sec": 812.5, "steps": 100.0}, {"model": "resnet50"})
+    path.write_text("[1, 2]")
+    with pytest.raises(PostprocessError, match="one flat JSON object"):
+        read_result_json(path)
+    path.write_text("{broken")
+    with pytest.raises(PostprocessError, match="not valid JSON"):
+        read_result_json(path)
+
+
+def test_regex_select_modes(ctx: RunContext) -> None:
+    (ctx.output / "worker-0.log").write_text("images/sec: 10.0\nimages/sec: 30.0\nimages/sec: 20.0\n")
+    expected = {"first": 10.0, "last": 20.0, "mean": 20.0, "min": 10.0, "max": 30.0}
+    for select, value in expected.items():
+        config = RegexConfig(file="worker-0.log", pattern=r"images/sec: (?P<ips>[0-9.]+)", select=select)
+        assert RegexPostprocessor(config).run(ctx) == {"ips": value}
+
+
+def test_regex_missing_file_is_a_postprocess_error(ctx: RunContext) -> None:
+    config = RegexConfig(file="worker-9.log", pattern=r"(?P<x>\d+)")
+    with pytest.raises(PostprocessError, match="cannot read output/worker-9.log"):
+        RegexPostprocessor(config).run(ctx)
+
+
+@pytest.mark.parametrize("file", ["../result/x", "/etc/passwd", " "])
+def test_regex_file_must_stay_in_output(file: str) -> None:
+    with pytest.raises(ValueError, match="inside the run's output"):
+        RegexConfig(file=file, pattern=r"(?P<x>\d+)")
+
+
+def test_command_gets_the_kubebench_env_like_the_original_container(ctx: RunContext, write) -> None:
+    script = write("post.py", """
+        import json, os
+        log = open(os.path.join(os.environ["KUBEBENCH_EXP_OUTPUT_PATH"], "worker-0.log")).read()
+        value = log.split("total images/sec: ")[1].split()[0]
+        with open(os.path.join(os.environ["KUBEBENCH_EXP_RESULT_PATH"], "result.json"), "w") as f:
+            json.dump({"total_images/sec": value}, f)
+        print("KUBEBENCH_METRIC from_stdout=3")
+    """)
+    (ctx.output / "worker-0.log").write_text("total images/sec: 99.5\n")
+    config = CommandConfig(kind="command", command=f"python {script.name}")
+    assert CommandPostprocessor(config).run(ctx) == {"from_stdout": 3.0}
+    assert read_result_json(ctx.result / "result.json")[0] == {"total_images/sec": 99.5}
+
+
+def test_command_failure_names_the_exit_code_and_stderr(ctx: RunContext) -> None:
+    config = CommandConfig(command=[sys.executable, "-c", "import sys; sys.exit('cannot parse log')"])
+    with pytest.raises(PostprocessError, match="exited 1: cannot parse log"):
+        CommandPostprocessor(config).run(ctx)
+
+
+def test_python_postprocessor_gets_the_context(ctx: RunContext, write) -> None:
+    write("mypost.py", """
+        def parse(ctx):
+            return {"batch": ctx.params["batch_size"] * 2, "repeat": ctx.repeat}
+
+        def broken(ctx):
+            raise KeyError("loss")
+
+        def wrong(ctx):
+            return {"x": "not a number"}
+    """)
+    assert PythonPostprocessor(PythonConfig(function="mypost:parse")).run(ctx) == {"batch": 16.0, "repeat": 0.0}
+    with pytest.raises(PostprocessError, match="mypost:broken: KeyError"):
+        PythonPostprocessor(PythonConfig(function="mypost:broken")).run(ctx)
+    with pytest.raises(PostprocessError, match="not finite numbers"):
+        PythonPostprocessor(PythonConfig(function="mypost:wrong")).run(ctx)
+    with pytest.raises(ValueError, match="module:function"):
+        PythonConfig(function="no_colon")
+
+
+def test_collect_precedence_and_missing_metrics(ctx: RunContext) -> None:
+    (ctx.output / "worker-0.log").write_text("KUBEBENCH_METRIC a=1 b=1 c=1\nips 5\n")
+    (ctx.result / "result.json").write_text(json.dumps({"c": 3, "note": "hi"}))
+    regex = RegexConfig(file="worker-0.log", pattern=r"ips (?P<b>\d+)")
+    declared = [MetricSpec(name="a"), MetricSpec(name="z"), MetricSpec(name="opt", required=False)]
+    collected = collect(ctx, [regex], declared)
+    assert collected.metrics == {"a": 1.0, "b": 5.0, "c": 3.0}
+    assert collected.info == {"note": "hi"}
+    assert collected.error == "metric missing: z"
+
+
+def test_collect_reports_a_failed_postprocessor(ctx: RunContext) -> None:
+    config = RegexConfig(file="absent.log", pattern=r"(?P<x>\d+)")
+    collected = collect(ctx, [config], [])
+    assert collected.error.startswith("post-processing failed: regex: cannot read output/absent.log")
