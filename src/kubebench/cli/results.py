@@ -1,0 +1,98 @@
+"""``kubebench experiments``, ``show`` and ``results``."""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from . import StoreOpt, make_console, app, expected_errors
+
+
+class ResultFormat(str, Enum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
+def print_results(console, store, experiment_id: str) -> None:
+    from ..present.tables import failures_table, results_table
+
+    runs = store.runs(experiment_id)
+    console.print(results_table(runs, _primary_metric(store, experiment_id), title=f"results of {experiment_id}"))
+    failures = failures_table(store.runs(experiment_id, include_warmup=True))
+    if failures is not None:
+        console.print(failures)
+
+
+def _primary_metric(store, experiment_id: str) -> Optional[str]:
+    import yaml
+
+    try:
+        data = yaml.safeload_args(store.experiment(experiment_id).spec_text) or {}
+        metrics = data.get("metrics") or []
+        primary = next((m for m in metrics if m.get("primary")), metrics[0] if metrics else None)
+        return primary.get("name") if primary else None
+    except (yaml.YAMLError, AttributeError, TypeError):
+        return None
+
+
+@app.command()
+@expected_errors
+def experiments(
+    limit: Annotated[int, typer.Option(help="Show at most this many, newest first.")] = 50,
+    store: StoreOpt = None,
+) -> None:
+    """List experiments in the store with their run counts."""
+    from ..present.tables import experiments_table
+    from ..settings import settings
+    from ..store.store import open_store
+
+    make_console().print(experiments_table(open_store(settings(store).store_url).experiments(limit)))
+
+
+@app.command()
+@expected_errors
+def show(
+    experiment_id: Annotated[str, typer.Argument(help="Experiment id.", show_default=False)],
+    store: StoreOpt = None,
+) -> None:
+    """Show an experiment: where it came from, its runs by state and its results."""
+    from ..settings import settings
+    from ..store.store import open_store
+
+    db = open_store(settings(store).store_url)
+    record = db.experiment(experiment_id)
+    console = make_console()
+    counts = ", ".join(f"{n} {s}" for s, n in sorted(record.runs_by_status.items())) or "no runs"
+    console.print(f"[bold]{record.id}[/] · {record.name} · backend {record.backend} · from {record.source}")
+    console.print(f"runs: {counts}")
+    print_results(console, db, experiment_id)
+
+
+@app.command()
+@expected_errors
+def results(
+    experiment_id: Annotated[str, typer.Argument(help="Experiment id.", show_default=False)],
+    format: Annotated[ResultFormat, typer.Option("--format", "-f", help="table, json or csv.")] = ResultFormat.table,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file instead of stdout.")] = None,
+    store: StoreOpt = None,
+) -> None:
+    """Results of an experiment: a per-trial table, or every run as JSON or CSV."""
+    from ..present.export import to_csv, to_json
+    from ..settings import settings
+    from ..store.store import open_store
+
+    db = open_store(settings(store).store_url)
+    if format is ResultFormat.table:
+        print_results(make_console(), db, experiment_id)
+        return
+    runs = db.runs(experiment_id)
+    text = to_json(runs) + "\n" if format is ResultFormat.json else to_csv(runs)
+    if output:
+        output.write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)

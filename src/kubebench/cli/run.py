@@ -1,0 +1,82 @@
+"""``kubebench run`` and ``kubebench render``."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from . import IdOpt, ParamsOpt, SetOpt, SpecArg, StoreOpt, make_console, load_args, app, expected_errors
+
+
+@app.command()
+@expected_errors
+def run(
+    spec: SpecArg,
+    params: ParamsOpt = None,
+    set_: SetOpt = None,
+    experiment_id: IdOpt = None,
+    repeats: Annotated[Optional[int], typer.Option("--repeats", min=1, help="Runs per trial (overrides the spec).")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan and do nothing.")] = False,
+    store: StoreOpt = None,
+) -> None:
+    """Plan, run and record a benchmark, then print its results per trial."""
+    from ..runner import plan_experiment
+    from ..settings import settings
+
+    loaded = load_args(spec, params, set_)
+    config = settings(store)
+    experiment = plan_experiment(loaded, config, experiment_id, repeats)
+    console = make_console()
+    if dry_run:
+        from ..present.tables import plan_table
+
+        console.print(plan_table(experiment.plan))
+        return
+    failed = _execute(experiment, config, console)
+    raise typer.Exit(1 if failed else 0)
+
+
+def _execute(experiment, config, console) -> int:
+    from ..present.progress import RichProgress
+    from ..runner import execute
+    from ..store.records import FAILED_STATES
+    from ..store.store import open_store
+
+    store = open_store(config.store_url)
+    exp_id = experiment.plan.experiment_id
+    try:
+        with RichProgress(console) as progress:
+            execute(experiment, store, progress)
+    except KeyboardInterrupt:
+        make_console(stderr=True).print(f"interrupted: the run in flight was cancelled; resume with --id {exp_id}")
+        raise typer.Exit(130) from None
+    from .results import print_results
+
+    runs = store.runs(exp_id, include_warmup=True)
+    print_results(console, store, exp_id)
+    console.print(f"experiment [bold]{exp_id}[/] · store {config.store_url}")
+    return sum(1 for r in runs if r.status in FAILED_STATES)
+
+
+@app.command()
+@expected_errors
+def render(
+    spec: SpecArg,
+    params: ParamsOpt = None,
+    set_: SetOpt = None,
+    experiment_id: IdOpt = None,
+    store: StoreOpt = None,
+) -> None:
+    """Print each run's rendered job (YAML) without running anything."""
+    from ..runner import dump_yaml, make_backend, plan_experiment
+    from ..settings import settings
+
+    experiment = plan_experiment(load_args(spec, params, set_), settings(store), experiment_id)
+    backend = make_backend(experiment.loaded)
+    documents = []
+    for run in experiment.plan.runs:
+        job = experiment.render(run, backend)
+        documents.append(f"# run {run.id}: {run.label}\n" + dump_yaml(job.manifest))
+    sys.stdout.write("---\n".join(documents))
