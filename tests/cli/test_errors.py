@@ -49,7 +49,7 @@ BAD = {
         "name: x\njob: {command: [a, '{{ nope }}']}\n",
         "job.command[1] (trial no parameters): undefined variable: 'nope' is undefined",
     ),
-    "missing-template": ("name: x\njob: {template: job.yaml.j2}\n", "spec.yaml:2: job.template: "),
+    "missing-template": ("name: x\njob: {template: job.yaml.j2}\n", "spec.yaml:2:7: job.template: "),
 }
 
 

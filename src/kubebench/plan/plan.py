@@ -61,10 +61,10 @@ def digest(*parts: object, length: int = 12) -> str:
 
 def new_experiment_id(name: str, now: float | None = None) -> str:
     """``<name, lowercased, other characters → '-'>-<YYYYMMDDHHmm>-<4 random>``, as Kubebench did."""
-    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "benchmark"
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower())[:40].strip("-") or "benchmark"
     stamp = time.strftime("%Y%m%d%H%M", time.gmtime(now))
     suffix = "".join(random.choices("abcdefghijklmnopqrstuvwxyz0123456789", k=4))
-    return f"{slug[:40]}-{stamp}-{suffix}"
+    return f"{slug}-{stamp}-{suffix}"
 
 
 def make_plan(spec: BenchmarkSpec, experiment_id: str, job_fingerprint: str, repeats: int | None = None) -> Plan:

@@ -37,11 +37,17 @@ def expand(
             points.append(point)
     if not points:
         raise PlanError("the sweep is empty: `exclude` removed every parameter point")
+    for i, point in enumerate(points):
+        if point in points[:i]:
+            # Equal points would be one trial under two names: same id, same runs.
+            raise PlanError(f"the sweep repeats the parameter point {point}; list each value once")
     return points
 
 
 def _combine(swept: dict[str, list], mode: str) -> list[Point]:
     names = list(swept)
+    if not swept:
+        return [{}]
     if mode == "zip":
         lengths = {k: len(v) for k, v in swept.items()}
         if len(set(lengths.values())) > 1:

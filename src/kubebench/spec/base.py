@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 from pydantic import BaseModel, ConfigDict
@@ -19,8 +20,8 @@ def parse_duration(value: object) -> float:
             raise ValueError(f"{value!r} is not a duration; use seconds or e.g. '90s', '10m', '1h30m'")
         hours, minutes, secs = (float(g) if g else 0.0 for g in match.groups())
         seconds = hours * 3600 + minutes * 60 + secs
-    if seconds <= 0:
-        raise ValueError(f"duration must be positive, got {value!r}")
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ValueError(f"duration must be positive and finite (seconds), got {value!r}")
     return seconds
 
 

@@ -38,7 +38,10 @@ def parse_yaml(text: str, source: str) -> tuple[Any, dict[tuple, Location]]:
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
-        raise SpecError(f"{where}: YAML syntax error: {e.problem or e}") from e
+        started = ""
+        if e.context_mark and e.problem_mark and e.context_mark.line != e.problem_mark.line:
+            started = f" ({e.context} at line {e.context_mark.line + 1}, column {e.context_mark.column + 1})"
+        raise SpecError(f"{where}: YAML syntax error: {e.problem or e}{started}") from e
     except yaml.YAMLError as e:
         raise SpecError(f"{source}: YAML error: {e}") from e
     locations: dict[tuple, Location] = {}
@@ -59,23 +62,27 @@ def _index(node: yaml.Node, path: tuple, out: dict[tuple, Location]) -> None:
             _index(item, path + (i,), out)
 
 
-def locate(locations: dict[tuple, Location], loc: tuple) -> Location | None:
-    """Line/column of the deepest known prefix of a pydantic error location."""
+def labelled(locations: dict[tuple, Location], source: str, under: tuple = ()) -> dict[tuple, str]:
+    """``file:line:col`` of every key path, optionally re-rooted under ``under``."""
+    return {under + path: f"{source}:{line}:{col}" for path, (line, col) in locations.items()}
+
+
+def locate(where: dict[tuple, str], loc: tuple) -> str | None:
+    """The ``file:line:col`` of the deepest known prefix of a pydantic error location."""
     for end in range(len(loc), -1, -1):
-        if tuple(loc[:end]) in locations:
-            return locations[tuple(loc[:end])]
+        if tuple(loc[:end]) in where:
+            return where[tuple(loc[:end])]
     return None
 
 
 def format_validation_error(
-    e: ValidationError, source: str, locations: dict[tuple, Location], data: Any, root: type[BaseModel]
+    e: ValidationError, source: str, where: dict[tuple, str], data: Any, root: type[BaseModel]
 ) -> str:
     """One line per problem: ``file:line:col: field.path: message``."""
     lines = []
     for err in e.errors():
         loc = _data_path(data, err["loc"])
-        where = locate(locations, loc)
-        prefix = f"{source}:{where[0]}:{where[1]}" if where else source
+        prefix = locate(where, loc) or source
         field = ".".join(str(p) for p in loc) or "(top level)"
         message = err["msg"].removeprefix("Value error, ")
         if err["type"] == "missing":
@@ -91,6 +98,8 @@ def _data_path(data: Any, loc: tuple) -> tuple:
     # that exist in the user's data, plus the last one (a missing or unknown key).
     path: list = []
     for i, part in enumerate(loc):
+        if isinstance(data, dict) and data.get("kind") == part and i < len(loc) - 1:
+            continue  # the union's tag, not a key (a `command` post-processor has both)
         if isinstance(data, dict) and part in data:
             data = data[part]
         elif isinstance(data, list) and isinstance(part, int) and part < len(data):
@@ -109,7 +118,10 @@ def allowed_keys(root: type[BaseModel], loc: tuple) -> list[str]:
             continue
         fields = [f for m in models for name, f in m.model_fields.items() if part in (name, f.alias)]
         tagged = [m for m in models if m.model_fields.get("kind") and m.model_fields["kind"].default == part]
-        models = [m for f in fields for m in _models_in(f.annotation)] if fields else tagged or models
+        if tagged:  # a union's tag comes first in the location, before the member's own keys
+            models = tagged
+        elif fields:
+            models = [m for f in fields for m in _models_in(f.annotation)]
     return sorted({f.alias or name for m in models for name, f in m.model_fields.items()})
 
 
@@ -119,14 +131,14 @@ def _models_in(annotation: Any) -> list[type[BaseModel]]:
     return [m for arg in get_args(annotation) for m in _models_in(arg)]
 
 
-def validate_spec(data: Any, source: str, locations: dict[tuple, Location]) -> BenchmarkSpec:
+def validate_spec(data: Any, source: str, where: dict[tuple, str]) -> BenchmarkSpec:
     """Validate parsed YAML as a BenchmarkSpec, translating errors to file:line messages."""
     if not isinstance(data, dict):
         raise SpecError(f"{source}: a spec must be a YAML mapping (apiVersion, kind, name, job, …)")
     try:
         return BenchmarkSpec.model_validate(data)
     except ValidationError as e:
-        raise SpecError(format_validation_error(e, source, locations, data, BenchmarkSpec)) from e
+        raise SpecError(format_validation_error(e, source, where, data, BenchmarkSpec)) from e
 
 
 def parse_override(text: str) -> tuple[str, Any]:
@@ -141,17 +153,26 @@ def parse_override(text: str) -> tuple[str, Any]:
         raise SpecError(f"--set {text!r}: value is not valid YAML: {e}") from e
 
 
-def load_params_file(path: str | Path) -> dict[str, Any]:
-    """The experimenter's parameter file: a flat mapping whose entries override the spec's."""
+def load_params_file(path: str | Path) -> tuple[dict[str, Any], dict[tuple, str]]:
+    """The experimenter's parameter file (a flat mapping whose entries override the spec's), and
+    where each entry is, keyed like the spec's ``parameters.<name>``.
+    """
     source = str(path)
-    data, _ = parse_yaml(read_text(path, "parameter"), source)
+    data, locations = parse_yaml(read_text(path, "parameter"), source)
     if data is None:
-        return {}
+        return {}, {}
     if not isinstance(data, dict):
         raise SpecError(f"{source}: a parameter file must be a mapping of name: value (a list sweeps)")
     if set(data) == {"parameters"} and isinstance(data["parameters"], dict):
         data = data["parameters"]
-    return data
+        locations = {p[1:]: v for p, v in locations.items() if p[:1] == ("parameters",)}
+    return data, labelled({p: v for p, v in locations.items() if p}, source, ("parameters",))
+
+
+def _override(where: dict[tuple, str], new: dict[tuple, str], params: dict[str, Any]) -> dict[tuple, str]:
+    # A parameter set again elsewhere is reported where it was set last, not in the spec.
+    kept = {p: v for p, v in where.items() if not (p[:1] == ("parameters",) and len(p) > 1 and p[1] in params)}
+    return {**kept, **new}
 
 
 def load_spec(
@@ -164,19 +185,24 @@ def load_spec(
     source = str(path)
     text = read_text(path)
     data, locations = parse_yaml(text, source)
+    where = labelled(locations, source)
     if isinstance(data, dict):
         params = dict(data.get("parameters") or {})
         if params_file is not None:
-            params.update(load_params_file(params_file))
-        params.update(parse_override(o) for o in overrides)
+            extra, extra_where = load_params_file(params_file)
+            params.update(extra)
+            where = _override(where, extra_where, extra)
+        for text_of_set in overrides:
+            key, value = parse_override(text_of_set)
+            params[key] = value
+            where = _override(where, {("parameters", key): f"--set {text_of_set}"}, {key: value})
         if params or "parameters" in data:
             data = {**data, "parameters": params}
-    spec = validate_spec(data, source, locations)
+    spec = validate_spec(data, source, where)
     base_dir = Path(path).resolve().parent
     template_text = None
     if spec.job.template:
-        where = locate(locations, ("job", "template"))
-        label = f"{source}:{where[0]}: job.template" if where else f"{source}: job.template"
+        label = f"{locate(where, ('job', 'template'))}: job.template"
         template_path = base_dir / spec.job.template
         try:
             template_text = read_text(template_path, "template")
