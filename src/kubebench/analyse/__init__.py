@@ -1,8 +1,8 @@
 """Pure statistics over run results: summaries, comparisons, steady state, scaling and overhead.
 
 Nothing here does I/O or touches the store; every function takes plain sequences of numbers and
-returns frozen dataclasses. Every random step (bootstrap) takes an explicit ``seed`` so that the same
-inputs always give the same output.
+returns frozen dataclasses. Every random step (bootstrap) takes an explicit ``seed`` so that
+the same inputs always give the same output.
 
 - :mod:`kubebench.analyse.stats`: :func:`summarize` one metric's repeats (mean, median, CI, …).
 - :mod:`kubebench.analyse.compare`: base vs candidate verdicts and ``--fail-on`` rules.

