@@ -62,4 +62,4 @@ def main() -> None:
 
 
 # Command modules register themselves on `app`; imported last because they use the names above.
-from . import run, results  # noqa: E402,F401  (this order is the order of --help)
+from . import run, results, analysis  # noqa: E402,F401  (this order is the order of --help)

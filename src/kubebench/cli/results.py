@@ -21,23 +21,13 @@ class ResultFormat(str, Enum):
 def print_results(console, store, experiment_id: str) -> None:
     from ..present.tables import failures_table, results_table
 
-    runs = store.runs(experiment_id)
-    console.print(results_table(runs, _primary_metric(store, experiment_id), title=f"results of {experiment_id}"))
-    failures = failures_table(store.runs(experiment_id, include_warmup=True))
+    runs = store.runs(experiment_id, include_warmup=True)
+    primary = store.experiment(experiment_id).primary_metric()
+    counted = [r for r in runs if not r.warmup]
+    console.print(results_table(counted, primary, title=f"results of {experiment_id}"))
+    failures = failures_table(runs)
     if failures is not None:
         console.print(failures)
-
-
-def _primary_metric(store, experiment_id: str) -> Optional[str]:
-    import yaml
-
-    try:
-        data = yaml.safeload_args(store.experiment(experiment_id).spec_text) or {}
-        metrics = data.get("metrics") or []
-        primary = next((m for m in metrics if m.get("primary")), metrics[0] if metrics else None)
-        return primary.get("name") if primary else None
-    except (yaml.YAMLError, AttributeError, TypeError):
-        return None
 
 
 @app.command()

@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from ..errors import SpecError
+
 RunStatus = Literal["pending", "running", "succeeded", "failed", "timeout", "cancelled"]
 FAILED_STATES = ("failed", "timeout", "cancelled")
 
@@ -28,6 +30,30 @@ class ExperimentRecord(Record):
     created_at: float
     updated_at: float
     runs_by_status: dict[str, int] = {}
+
+    def declared_metrics(self) -> list[dict]:
+        """The ``metrics:`` entries of the spec the experiment was run from."""
+        import yaml
+
+        try:
+            declared = (yaml.safe_load(self.spec_text) or {}).get("metrics") or []
+        except (yaml.YAMLError, AttributeError):
+            return []
+        return [m for m in declared if isinstance(m, dict) and "name" in m]
+
+    def primary_metric(self) -> str | None:
+        """The metric marked primary, else the first declared one."""
+        declared = self.declared_metrics()
+        primary = next((m for m in declared if m.get("primary")), declared[0] if declared else None)
+        return str(primary["name"]) if primary else None
+
+    def metric_goal(self, name: str | None) -> tuple[str, str]:
+        """The metric to analyse (``name``, else the primary metric) and its goal."""
+        name = name or self.primary_metric()
+        if name is None:
+            raise SpecError(f"experiment {self.id!r} declares no metrics: choose one with --metric")
+        goal = next((m.get("goal", "maximize") for m in self.declared_metrics() if m["name"] == name), "maximize")
+        return name, goal
 
 
 class RunRecord(Record):

@@ -1,0 +1,108 @@
+"""`kubebench compare`, `scaling` and `overhead` on experiments of a noisy synthetic workload."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kubebench.cli import app
+
+runner = CliRunner(env={"COLUMNS": "200"})
+
+# Throughput 100 × speed × size with 2% noise, seeded by the run id so the test is deterministic.
+NOISY = """
+name: noisy
+job:
+  command:
+    - python
+    - -c
+    - |
+      import os, random, kubebench
+      rng = random.Random(os.environ["KUBEBENCH_RUN_ID"])
+      kubebench.report(throughput=100 * {{ speed }} * {{ size }} * rng.gauss(1, 0.02) * {{ workers }} ** 0.5)
+parameters:
+  size: [1, 2]
+  speed: SPEED
+  workers: 1
+repeats: 10
+metrics:
+  - {name: throughput, goal: maximize, primary: true}
+"""
+
+
+def run_noisy(write, exp_id: str, speed: float, workers: str = "1") -> None:
+    spec = write(f"{exp_id}.yaml", NOISY.replace("SPEED", str(speed)).replace("workers: 1", f"workers: {workers}"))
+    result = runner.invoke(app, ["run", str(spec), "--id", exp_id])
+    assert result.exit_code == 0, result.output
+
+
+def compare_json(base: str, candidate: str, *extra: str):
+    result = runner.invoke(app, ["compare", base, candidate, "--format", "json", *extra])
+    assert result.stdout.startswith("["), result.output
+    return result, json.loads(result.stdout)
+
+
+@pytest.mark.slow
+def test_a_5_percent_slower_candidate_regresses_and_fails_the_gate(home: Path, write) -> None:
+    run_noisy(write, "base", 1.0)
+    run_noisy(write, "same", 1.0)
+    run_noisy(write, "slower", 0.95)
+
+    result, rows = compare_json("base", "slower")
+    assert result.exit_code == 0
+    assert [r["verdict"] for r in rows] == ["regressed", "regressed"]
+    assert [r["params"]["size"] for r in rows] == [1, 2]
+    for row in rows:
+        assert row["metric"] == "throughput"
+        assert 0.93 < row["ratio"] < 0.97
+        assert row["ratio_ci"][0] < row["ratio"] < row["ratio_ci"][1]
+        assert row["p_value"] < 0.05
+        assert row["base"]["n"] == row["candidate"]["n"] == 10
+
+    gate, _ = compare_json("base", "slower", "--fail-on", "throughput:-3%")
+    assert gate.exit_code == 1
+    loose, _ = compare_json("base", "slower", "--fail-on", "throughput:-10%")
+    assert loose.exit_code == 0
+
+    equal, rows = compare_json("base", "same", "--fail-on", "throughput:-3%")
+    assert equal.exit_code == 0
+    assert [r["verdict"] for r in rows] == ["unchanged", "unchanged"]
+
+    improved, rows = compare_json("slower", "base")
+    assert [r["verdict"] for r in rows] == ["improved", "improved"]
+
+    table = runner.invoke(app, ["compare", "base", "slower"])
+    assert table.exit_code == 0 and "regressed" in table.output and "size=1" in table.output
+
+    overhead = runner.invoke(app, ["overhead", "base", "slower"])
+    assert overhead.exit_code == 0
+    assert overhead.output.count("overhead +5.") + overhead.output.count("overhead +4.") + \
+        overhead.output.count("overhead +6.") == 2
+
+
+def test_scaling_efficiency_of_a_workers_sweep(home: Path, write) -> None:
+    spec = write("scale.yaml", NOISY.replace("SPEED", "1").replace("workers: 1", "workers: [1, 2, 4]")
+                 .replace("size: [1, 2]", "size: 1").replace("repeats: 10", "repeats: 4"))
+    assert runner.invoke(app, ["run", str(spec), "--id", "scale"]).exit_code == 0
+    result = runner.invoke(app, ["scaling", "scale"])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.output.splitlines() if "size=1" in line]
+    assert len(lines) == 3
+    # throughput ∝ √N, so efficiency is √N / N: 100%, ~71%, ~50%.
+    efficiency = [float(line.split("│")[5].strip().rstrip("%")) for line in lines]
+    assert efficiency[0] == 100.0
+    assert efficiency[1] == pytest.approx(70.7, abs=3)
+    assert efficiency[2] == pytest.approx(50.0, abs=3)
+
+
+def test_analysis_errors_are_clear(home: Path, write) -> None:
+    run_noisy(write, "one", 1.0)
+    assert "no experiment 'nope'" in runner.invoke(app, ["compare", "one", "nope"]).output
+    runner.invoke(app, ["run", str(write("p.yaml", "name: p\njob: {command: [python, -c, 'import kubebench; kubebench.report(t=1)']}\nmetrics: [{name: t}]\n")), "--id", "plain"])
+    missing = runner.invoke(app, ["scaling", "plain"])
+    assert missing.exit_code == 2 and "parameter 'workers' is not swept" in missing.output
+    bad_gate = runner.invoke(app, ["compare", "one", "one", "--fail-on", "throughput"])
+    assert bad_gate.exit_code == 2 and "expected METRIC:-N%" in bad_gate.output
