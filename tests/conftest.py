@@ -28,3 +28,31 @@ def write(tmp_path: Path):
         return path
 
     return _write
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Headless Debian Chromium driven by Playwright (required in CI, skipped elsewhere if absent)."""
+    import os
+    import shutil
+
+    executable = os.environ.get("KUBEBENCH_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    if not executable:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not installed (the Makefile's setup installs Debian's chromium)")
+        pytest.skip("chromium is not installed")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    flags = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+             "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, headless=True, args=flags)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def artifacts() -> Path:
+    """Folder for screenshots and other test artifacts (kept after the run)."""
+    folder = Path(__file__).resolve().parent.parent / "test-artifacts"
+    folder.mkdir(exist_ok=True)
+    return folder

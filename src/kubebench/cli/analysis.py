@@ -102,3 +102,24 @@ def overhead(
     db = _open(store)
     name, goal = db.experiment(bare).metric_goal(metric)
     make_console().print(overhead_table(overheads(db.runs(bare), db.runs(platform), name, goal), name))
+
+
+@app.command()
+@expected_errors
+def report(
+    experiment_ids: Annotated[list[str], typer.Argument(help="Experiments; with several, each is compared with the first.", show_default=False)],
+    output: Annotated[Path, typer.Option("--output", "-o", help="HTML file to write.")] = Path("report.html"),
+    metric: MetricOpt = None,
+    store: StoreOpt = None,
+) -> None:
+    """Write one self-contained offline HTML report with tables and plots."""
+    from ..present.report import comparison_section, experiment_section, write_report
+
+    db = _open(store)
+    records = [db.experiment(i) for i in experiment_ids]
+    runs = {r.id: db.runs(r.id) for r in records}
+    sections = [experiment_section(r, runs[r.id], metric) for r in records]
+    base = records[0]
+    sections += [comparison_section(base, runs[base.id], r, runs[r.id], metric) for r in records[1:]]
+    write_report(output, sections, "kubebench report: " + ", ".join(experiment_ids))
+    make_console().print(f"report written to {output}")

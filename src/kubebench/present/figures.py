@@ -1,0 +1,105 @@
+"""Plotly figures of results: metric versus each swept parameter, per-trial distributions,
+scaling curve and comparison chart. Pure: records in, figures out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from ..analyse.experiments import TrialComparison, TrialValues, params_key, trial_values
+from ..analyse.stats import summarize
+from ..analyse.studies import ScalingPoint
+from ..store.records import RunRecord
+
+
+def label(params: dict[str, object], skip: Sequence[str] = ()) -> str:
+    """``k=v, …`` of a parameter point, leaving out ``skip``."""
+    return ", ".join(f"{k}={v}" for k, v in params.items() if k not in skip) or "all"
+
+
+def swept_parameters(trials: Sequence[TrialValues]) -> list[str]:
+    """Parameters that take more than one value across trials, in the spec's order."""
+    names = list(dict.fromkeys(k for t in trials for k in t.params))
+    return [k for k in names if len({params_key({k: t.params.get(k)}) for t in trials}) > 1]
+
+
+def metric_vs_parameter(runs: Sequence[RunRecord], metric: str, parameter: str, title: str) -> Any:
+    """Mean of ``metric`` with its 95% CI against ``parameter``; one line per other-parameter combination."""
+    import plotly.graph_objects as go
+
+    trials = trial_values(runs, metric)
+    lines: dict[str, list[TrialValues]] = {}
+    for trial in trials:
+        lines.setdefault(label(trial.params, [parameter]), []).append(trial)
+    figure = go.Figure()
+    for name, members in lines.items():
+        members = sorted(members, key=lambda t: _sortable(t.params.get(parameter)))
+        stats = [summarize(t.values) for t in members]
+        figure.add_trace(go.Scatter(
+            x=[str(t.params.get(parameter)) for t in members], y=[s.mean for s in stats], name=name,
+            mode="lines+markers",
+            error_y={"type": "data", "symmetric": False,
+                     "array": [_gap(s.ci_high - s.mean) for s in stats],
+                     "arrayminus": [_gap(s.mean - s.ci_low) for s in stats]},
+        ))
+    figure.update_layout(title=title, xaxis_title=parameter, yaxis_title=f"{metric} (mean, 95% CI)")
+    return figure
+
+
+def distributions(runs: Sequence[RunRecord], metric: str, title: str) -> Any:
+    """Every run's value per trial, as box plots with the points shown."""
+    import plotly.graph_objects as go
+
+    figure = go.Figure()
+    for trial in trial_values(runs, metric):
+        figure.add_trace(go.Box(y=list(trial.values), name=label(trial.params), boxpoints="all", jitter=0.4))
+    figure.update_layout(title=title, yaxis_title=metric, showlegend=False)
+    return figure
+
+
+def scaling_curve(groups: Sequence[tuple[dict[str, object], list[ScalingPoint]]], title: str) -> Any:
+    """Scaling efficiency against workers with CI, beside the ideal 100%."""
+    import plotly.graph_objects as go
+
+    figure = go.Figure()
+    for rest, points in groups:
+        figure.add_trace(go.Scatter(
+            x=[p.workers for p in points], y=[p.efficiency for p in points], name=label(rest),
+            mode="lines+markers",
+            error_y={"type": "data", "symmetric": False,
+                     "array": [_gap(p.efficiency_ci[1] - p.efficiency) for p in points],
+                     "arrayminus": [_gap(p.efficiency - p.efficiency_ci[0]) for p in points]},
+        ))
+    workers = sorted({p.workers for _, points in groups for p in points})
+    figure.add_trace(go.Scatter(x=workers, y=[1.0] * len(workers), name="ideal", mode="lines",
+                                line={"dash": "dash", "color": "grey"}))
+    figure.update_layout(title=title, xaxis_title="workers", yaxis_title="efficiency", yaxis_tickformat=".0%")
+    return figure
+
+
+def comparison_chart(rows: Sequence[TrialComparison], title: str) -> Any:
+    """Candidate/base ratio per trial with its CI, coloured by verdict."""
+    import plotly.graph_objects as go
+
+    colours = {"improved": "#2ca02c", "regressed": "#d62728", "unchanged": "#7f7f7f", "inconclusive": "#ff7f0e"}
+    figure = go.Figure(go.Bar(
+        x=[label(r.params) for r in rows], y=[r.comparison.ratio for r in rows],
+        marker_color=[colours[r.comparison.verdict] for r in rows],
+        text=[r.comparison.verdict for r in rows],
+        error_y={"type": "data", "symmetric": False,
+                 "array": [_gap(r.comparison.ratio_ci[1] - r.comparison.ratio) for r in rows],
+                 "arrayminus": [_gap(r.comparison.ratio - r.comparison.ratio_ci[0]) for r in rows]},
+    ))
+    figure.add_hline(y=1.0, line_dash="dash", line_color="grey")
+    figure.update_layout(title=title, yaxis_title="candidate / base (median ratio, 95% CI)")
+    return figure
+
+
+def _gap(value: float) -> float | None:
+    return None if value is None or math.isnan(value) else value
+
+
+def _sortable(value: object) -> tuple[int, object]:
+    return (0, value) if isinstance(value, (int, float)) else (1, str(value))

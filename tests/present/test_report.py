@@ -1,0 +1,75 @@
+"""The HTML report: self-contained, and its plots render in headless Chromium."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kubebench.cli import app
+
+runner = CliRunner(env={"COLUMNS": "200"})
+
+SPEC = """
+name: report-demo
+job:
+  command:
+    - python
+    - -c
+    - |
+      import os, random, kubebench
+      rng = random.Random(os.environ["KUBEBENCH_RUN_ID"])
+      kubebench.report(throughput={{ speed }} * 100 * {{ workers }} ** 0.8 * rng.gauss(1, 0.03))
+parameters:
+  workers: [1, 2, 4]
+  batch: [8, 16]
+  speed: SPEED
+repeats: 5
+metrics:
+  - {name: throughput, primary: true}
+"""
+
+
+@pytest.fixture
+def report(home: Path, write, tmp_path: Path) -> Path:
+    for exp_id, speed in (("rep-base", 1.0), ("rep-cand", 0.9)):
+        spec = write(f"{exp_id}.yaml", SPEC.replace("SPEED", str(speed)))
+        assert runner.invoke(app, ["run", str(spec), "--id", exp_id]).exit_code == 0
+    path = tmp_path / "report.html"
+    result = runner.invoke(app, ["report", "rep-base", "rep-cand", "-o", str(path)])
+    assert result.exit_code == 0, result.output
+    return path
+
+
+def test_report_is_self_contained(report: Path) -> None:
+    text = report.read_text()
+    assert not re.findall(r"<(?:script|link)\b[^>]*\b(?:src|href)\s*=\s*[\"']?https?:", text)
+    assert "rep-cand compared with rep-base" in text
+    assert "olympic mean" in text and "regressed" in text
+
+
+def test_report_plots_render_in_chromium(report: Path, browser, artifacts: Path) -> None:
+    page = browser.new_page(viewport={"width": 1200, "height": 900})
+    remote = []
+    page.route("**/*", lambda route: (remote.append(route.request.url), route.abort())
+               if not route.request.url.startswith(("file:", "data:", "blob:")) else route.continue_())
+    page.goto(report.as_uri())
+    page.wait_for_selector(".js-plotly-plot .main-svg")
+    plots = page.locator(".js-plotly-plot")
+    # per experiment: throughput vs workers, vs batch, distributions, scaling; plus the comparison chart
+    assert plots.count() == 9
+    for i in range(plots.count()):
+        plot = plots.nth(i)
+        assert plot.locator(".main-svg").count() > 0
+        assert plot.locator("g.trace").count() > 0, f"plot {i} has no traces"
+    assert page.locator("g.trace.bars path").count() >= 6  # one bar per matched trial
+    assert remote == [], "the report fetched something from the network"
+    page.screenshot(path=str(artifacts / "report.png"), full_page=True)
+    page.close()
+
+
+def test_report_of_an_unknown_experiment_is_a_clear_error(home: Path, tmp_path: Path) -> None:
+    result = runner.invoke(app, ["report", "nope", "-o", str(tmp_path / "r.html")])
+    assert result.exit_code == 2 and "no experiment 'nope'" in result.output
