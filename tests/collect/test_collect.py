@@ -140,3 +140,29 @@ def test_collect_reports_a_failed_postprocessor(ctx: RunContext) -> None:
     config = RegexConfig(file="absent.log", pattern=r"(?P<x>\d+)")
     collected = collect(ctx, [config], [])
     assert collected.error.startswith("post-processing failed: regex: cannot read output/absent.log")
+
+
+def test_steady_state_metrics_from_step_times(ctx: RunContext) -> None:
+    import random
+
+    rng = random.Random(1)
+    steps = [0.5] * 20 + [0.1 * rng.gauss(1, 0.01) for _ in range(200)]
+    (ctx.output / "step_times.json").write_text(json.dumps({"step_seconds": steps, "batch_size": 8, "world_size": 2}))
+    collected = collect(ctx, [], [])
+    assert abs(collected.metrics["warmup_steps_detected"] - 20) <= 5
+    assert collected.metrics["steady_step_time"] == pytest.approx(0.1, rel=0.01)
+    assert collected.metrics["steady_items_per_sec"] == pytest.approx(160, rel=0.01)
+    assert "drifting" not in collected.info
+
+
+def test_drift_within_a_run_is_flagged(ctx: RunContext) -> None:
+    steps = [0.1 * (1 + 0.2 * i / 200) for i in range(200)]  # throttling: 20% slower by the end
+    (ctx.output / "step_times.json").write_text(json.dumps({"step_seconds": steps}))
+    collected = collect(ctx, [], [])
+    assert collected.metrics["step_time_drift"] > 0.1
+    assert collected.info["drifting"].startswith("yes: step time changed by +")
+
+
+def test_a_malformed_step_file_fails_post_processing(ctx: RunContext) -> None:
+    (ctx.output / "step_times.json").write_text(json.dumps({"steps": [1, 2]}))
+    assert collect(ctx, [], []).error.startswith("post-processing failed: output/step_times.json must hold")

@@ -97,18 +97,23 @@ def read_result_json(path: Path) -> tuple[dict[str, float], dict[str, str]]:
 
 
 def collect(ctx: RunContext, postprocess: Sequence[PluginConfig], declared: Sequence[MetricSpec]) -> Collected:
-    """All metrics of a finished run. Later sources override earlier ones: protocol lines, then
-    post-processors in order, then ``result/result.json`` (the job's or a post-processor's).
+    """All metrics of a finished run. Later sources override earlier ones: steady-state metrics of
+    ``output/step_times.json``, protocol lines, post-processors in order, then
+    ``result/result.json`` (the job's or a post-processor's).
     """
+    from .steady import steady_state_metrics
+
     try:
-        metrics = metrics_from_logs(ctx.output)
+        metrics, info = steady_state_metrics(ctx.output)
+        metrics.update(metrics_from_logs(ctx.output))
         for config in postprocess:
             processor = registry.load("postprocessors", config.kind)(config)
             metrics.update(processor.run(ctx))
-        numbers, info = read_result_json(ctx.result / "result.json")
+        numbers, result_info = read_result_json(ctx.result / "result.json")
     except PostprocessError as e:
         return Collected(error=f"post-processing failed: {e}")
     metrics.update(numbers)
+    info.update(result_info)
     missing = [m.name for m in declared if m.required and m.name not in metrics]
     error = f"metric missing: {', '.join(missing)}" if missing else ""
     return Collected(metrics, info, error)
