@@ -81,7 +81,7 @@ def format_validation_error(
     """One line per problem: ``file:line:col: field.path: message``."""
     lines = []
     for err in e.errors():
-        loc = _data_path(data, err["loc"])
+        loc = _data_path(data, err["loc"], keep_last=err["type"] in ("missing", "extra_forbidden"))
         prefix = locate(where, loc) or source
         field = ".".join(str(p) for p in loc) or "(top level)"
         message = err["msg"].removeprefix("Value error, ")
@@ -93,9 +93,9 @@ def format_validation_error(
     return "\n".join(lines)
 
 
-def _data_path(data: Any, loc: tuple) -> tuple:
+def _data_path(data: Any, loc: tuple, keep_last: bool) -> tuple:
     # pydantic adds union tags and type names ('regex', 'int') to locations; keep only the parts
-    # that exist in the user's data, plus the last one (a missing or unknown key).
+    # that exist in the user's data, plus the last one for a missing or unknown key.
     path: list = []
     for i, part in enumerate(loc):
         if isinstance(data, dict) and data.get("kind") == part and i < len(loc) - 1:
@@ -104,7 +104,7 @@ def _data_path(data: Any, loc: tuple) -> tuple:
             data = data[part]
         elif isinstance(data, list) and isinstance(part, int) and part < len(data):
             data = data[part]
-        elif i < len(loc) - 1:
+        elif i < len(loc) - 1 or not keep_last:
             continue
         path.append(part)
     return tuple(path)

@@ -26,7 +26,7 @@ from torch import nn
 
 import kubebench
 
-# A hung peer should fail the run, not hold it for torch's 30-minute default.
+# Rendezvous and collective timeout: a hung peer fails the run instead of holding it for 30 minutes.
 _INIT_TIMEOUT_S = 600
 
 
@@ -165,6 +165,7 @@ def write_step_times(args: argparse.Namespace, world_size: int, times: list[floa
         "warmup_steps": args.warmup_steps,
         "batch_size": args.batch_size,
         "world_size": world_size,
+        "items_per_step": args.batch_size * world_size,
         "step_seconds": times,
     }
     (Path(out) / "step_times.json").write_text(json.dumps(record, indent=1) + "\n")
