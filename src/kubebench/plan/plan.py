@@ -76,7 +76,7 @@ def make_plan(spec: BenchmarkSpec, experiment_id: str, job_fingerprint: str, rep
     trials = tuple(
         Trial(id=digest(experiment_id, job_fingerprint, p, length=10), index=i, params=p) for i, p in enumerate(points)
     )
-    count = repeats if repeats is not None else spec.repeats
+    count = repeats if repeats is not None else spec.first_repeats
     warmups = [_run(t, r, True) for r in range(spec.warmup_runs) for t in trials]
     counted = [_run(t, r, False) for r in range(count) for t in trials]
     return Plan(experiment_id, job_fingerprint, trials, tuple(warmups + counted))

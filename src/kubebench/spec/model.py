@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 from .. import registry
 from .base import Model, PluginConfig, parse_duration
@@ -32,6 +32,11 @@ class JobSpec(Model):
     resources: dict[str, Union[str, int, float]] = Field(default_factory=dict)
     working_dir: str | None = None
     template: str | None = None
+    #: Kubernetes: node labels every pod must match, and the taints its pods tolerate.
+    node_selector: dict[str, Union[str, int, float, bool]] = Field(default_factory=dict)
+    tolerations: list[dict[str, Union[str, int]]] = Field(default_factory=list)
+    #: MPIJob: mpi-operator's ``kubeflow.org/v2beta1``, or the training operator's ``kubeflow.org/v1``.
+    mpi_api_version: Literal["kubeflow.org/v2beta1", "kubeflow.org/v1"] = "kubeflow.org/v2beta1"
 
     @field_validator("command", mode="before")
     @classmethod
@@ -84,6 +89,32 @@ PostprocessConfig = _union_of("postprocessors")
 BackendConfig = _union_of("backends")
 
 
+class AdaptiveRepeats(Model):
+    """``repeats: {min: 3, max: 20, target_ci: 0.02}``: add runs to a trial until the 95% CI
+    half-width of its primary metric is below ``target_ci`` × mean, or ``max`` runs are done.
+    """
+
+    min: int = Field(3, ge=2, le=10_000)
+    max: int = Field(20, ge=2, le=10_000)
+    target_ci: float = Field(0.02, gt=0, lt=1)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "AdaptiveRepeats":
+        if self.max < self.min:
+            raise ValueError(f"max ({self.max}) must be at least min ({self.min})")
+        return self
+
+
+def _repeats_kind(value: object) -> str:
+    return "adaptive" if isinstance(value, (dict, AdaptiveRepeats)) else "fixed"
+
+
+Repeats = Annotated[
+    Union[Annotated[int, Field(ge=1, le=10_000), Tag("fixed")], Annotated[AdaptiveRepeats, Tag("adaptive")]],
+    Discriminator(_repeats_kind),
+]
+
+
 class BenchmarkSpec(Model):
     """A whole benchmark: job, parameters to sweep, repeats, metrics and where to run."""
 
@@ -96,13 +127,15 @@ class BenchmarkSpec(Model):
     sweep: Literal["grid", "zip"] = "grid"
     include: list[dict[str, Scalar]] = Field(default_factory=list)
     exclude: list[dict[str, Scalar]] = Field(default_factory=list)
-    repeats: int = Field(1, ge=1, le=10_000)
+    repeats: Repeats = 1
     warmup_runs: int = Field(0, ge=0, le=1000)
     timeout: float = 3600.0
     metrics: list[MetricSpec] = Field(default_factory=list)
     postprocess: list[PostprocessConfig] = Field(default_factory=list)  # type: ignore[valid-type]
     backend: BackendConfig = Field("local", validate_default=True)  # type: ignore[valid-type]
     data_root: str | None = None
+    #: Runs in flight at once (each is one job; warm-up runs still finish before counted ones).
+    parallelism: int = Field(1, ge=1, le=1000)
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -129,6 +162,17 @@ class BenchmarkSpec(Model):
         if sum(m.primary for m in metrics) > 1:
             raise ValueError("at most one metric may be `primary: true`")
         return metrics
+
+    @property
+    def first_repeats(self) -> int:
+        """Runs per trial planned up front: all of them, or the adaptive minimum."""
+        return self.repeats.min if isinstance(self.repeats, AdaptiveRepeats) else self.repeats
+
+    @model_validator(mode="after")
+    def _adaptive_needs_a_metric(self) -> "BenchmarkSpec":
+        if isinstance(self.repeats, AdaptiveRepeats) and not self.metrics:
+            raise ValueError("adaptive repeats need a metric to converge on: declare `metrics:`")
+        return self
 
     @property
     def primary_metric(self) -> MetricSpec | None:
