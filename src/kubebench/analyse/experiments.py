@@ -32,10 +32,14 @@ class TrialComparison:
     params: dict[str, object]
     metric: str
     comparison: Comparison
+    #: Failed runs of each side: they count, and are shown, but give no value.
+    failed: tuple[int, int] = (0, 0)
 
     def to_dict(self) -> dict[str, object]:
         """The JSON form: ``params``, ``metric``, ``base``, ``candidate``, ``ratio``, ``ratio_ci``, ``p_value``, ``verdict``…"""
-        return {"params": self.params, "metric": self.metric, **self.comparison.to_dict()}
+        data = {"params": self.params, "metric": self.metric, **self.comparison.to_dict()}
+        data["base"]["failed"], data["candidate"]["failed"] = self.failed  # type: ignore[index]
+        return data
 
 
 def trial_values(runs: Sequence[RunRecord], metric: str) -> list[TrialValues]:
@@ -89,7 +93,8 @@ def compare_experiments(base: Sequence[RunRecord], candidate: Sequence[RunRecord
                         threshold: float = 0.02) -> list[TrialComparison]:
     """Every matched trial compared on ``metric`` (verdicts respect ``goal``)."""
     return [
-        TrialComparison(b.params, metric, compare(b.values, c.values, goal=goal, threshold=threshold))
+        TrialComparison(b.params, metric, compare(b.values, c.values, goal=goal, threshold=threshold),
+                        (b.failed, c.failed))
         for b, c in matched_trials(base, candidate, metric)
     ]
 

@@ -77,10 +77,11 @@ def make_plan(spec: BenchmarkSpec, experiment_id: str, job_fingerprint: str, rep
         Trial(id=digest(experiment_id, job_fingerprint, p, length=10), index=i, params=p) for i, p in enumerate(points)
     )
     count = repeats if repeats is not None else spec.first_repeats
-    warmups = [_run(t, r, True) for r in range(spec.warmup_runs) for t in trials]
-    counted = [_run(t, r, False) for r in range(count) for t in trials]
+    warmups = [make_run(t, r, True) for r in range(spec.warmup_runs) for t in trials]
+    counted = [make_run(t, r) for r in range(count) for t in trials]
     return Plan(experiment_id, job_fingerprint, trials, tuple(warmups + counted))
 
 
-def _run(trial: Trial, repeat: int, warmup: bool) -> Run:
+def make_run(trial: Trial, repeat: int, warmup: bool = False) -> Run:
+    """The run of ``trial`` with this repeat index; its id depends only on the two."""
     return Run(id=digest(trial.id, repeat, warmup), trial=trial, repeat=repeat, warmup=warmup)

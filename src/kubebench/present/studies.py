@@ -29,12 +29,12 @@ def comparison_table(rows: Sequence[TrialComparison], base_id: str, candidate_id
     """One row per matched trial: medians, ratio with CI, p-value and the verdict."""
     metric = rows[0].metric if rows else ""
     table = Table(title=f"{metric}: {candidate_id} (candidate) vs {base_id} (base)")
-    for name in ("trial", "n base/cand", "base median", "cand median", "ratio", "95% CI", "p", "verdict"):
+    for name in ("trial", "n base/cand", "failed", "base median", "cand median", "ratio", "95% CI", "p", "verdict"):
         table.add_column(name, justify="left" if name in ("trial", "verdict") else "right")
     for row in rows:
         c = row.comparison
         verdict = f"[{VERDICT_STYLE[c.verdict]}]{c.verdict}[/]" if VERDICT_STYLE[c.verdict] else c.verdict
-        table.add_row(_params(row.params), f"{c.base.n}/{c.candidate.n}", _num(c.base.median),
+        table.add_row(_params(row.params), f"{c.base.n}/{c.candidate.n}", "%d/%d" % row.failed, _num(c.base.median),
                       _num(c.candidate.median), _num(c.ratio), _ratio_ci(c.ratio_ci), _num(c.p_value), verdict)
     return table
 
