@@ -4,7 +4,10 @@ PY := $(VENV)/bin/python
 # The CPU build of PyTorch; an unpinned torch pulls a multi-GB CUDA build.
 TORCH ?= torch==2.13.0
 
-.PHONY: setup demo test bench clean
+# Debian packages the test suite runs for real (servers, browser, MPI); `make test` installs them.
+DEBIAN_PACKAGES ?= postgresql prometheus prometheus-pushgateway chromium openmpi-bin libopenmpi-dev
+
+.PHONY: setup deps-debian demo test bench clean
 
 $(VENV)/.installed: pyproject.toml Makefile
 	python3 -m venv $(VENV)
@@ -18,7 +21,17 @@ setup: $(VENV)/.installed
 demo: setup
 	$(VENV)/bin/kubebench run examples/pytorch-cnn/benchmark.yaml
 
-test: setup
+# Idempotent: installs only what is missing, and only where apt-get can (as root).
+deps-debian:
+	@missing=$$(for p in $(DEBIAN_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing Debian packages: $$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else echo "missing Debian packages (install them as root): $$missing"; fi; \
+	fi
+
+test: setup deps-debian
 	$(PY) -m pytest
 
 bench: setup
