@@ -21,11 +21,11 @@ class RichProgress:
         self.task = None
 
     def __enter__(self) -> "RichProgress":
-        self.bar.start()
         return self
 
     def __exit__(self, *exc) -> None:
-        self.bar.stop()
+        if self.task is not None:
+            self.bar.stop()
 
     def started(self, plan: Plan, skipped: int) -> None:
         """Size the bar; runs already done (resume) count as completed."""
@@ -33,6 +33,7 @@ class RichProgress:
         self.console.print(f"experiment [bold]{plan.experiment_id}[/]: {len(plan.trials)} trials, "
                            f"{len(plan.runs)} runs{note}")
         self.task = self.bar.add_task("starting", total=len(plan.runs), completed=skipped)
+        self.bar.start()  # only now: spec errors found before this print no empty bar
 
     def run_started(self, run: Run) -> None:
         """Show which run is in flight."""

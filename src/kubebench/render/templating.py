@@ -32,6 +32,8 @@ def render_string(text: str, context: dict[str, Any], where: str) -> str:
         return _environment().from_string(text).render(context)
     except jinja2.TemplateError as e:
         raise TemplateError(f"{where}: {_jinja_message(e)} in {text!r}") from e
+    except Exception as e:  # an expression of the user's failed (1/0, a bad filter argument…)
+        raise TemplateError(f"{where}: {type(e).__name__}: {e} in {text!r}") from e
 
 
 def render_template_file(path: Path, context: dict[str, Any], text: str) -> dict[str, Any]:
@@ -52,9 +54,10 @@ def _render_jinja_file(path: Path, text: str, context: dict[str, Any]) -> str:
         return _environment().from_string(text).render(context)
     except jinja2.TemplateSyntaxError as e:
         raise TemplateError(f"{path}:{e.lineno}: template syntax error: {e.message}") from e
-    except jinja2.TemplateError as e:
+    except Exception as e:  # TemplateError, or an expression of the user's that failed (1/0…)
         line = _template_line(e)
-        raise TemplateError(f"{path}{f':{line}' if line else ''}: {_jinja_message(e)}") from e
+        message = _jinja_message(e) if isinstance(e, jinja2.TemplateError) else f"{type(e).__name__}: {e}"
+        raise TemplateError(f"{path}{f':{line}' if line else ''}: {message}") from e
 
 
 def _template_line(e: BaseException) -> int | None:

@@ -186,7 +186,7 @@ def load_spec(
     text = read_text(path)
     data, locations = parse_yaml(text, source)
     where = labelled(locations, source)
-    if isinstance(data, dict):
+    if isinstance(data, dict) and isinstance(data.get("parameters") or {}, dict):
         params = dict(data.get("parameters") or {})
         if params_file is not None:
             extra, extra_where = load_params_file(params_file)
