@@ -7,16 +7,30 @@ TORCH ?= torch==2.13.0
 # Debian packages the test suite runs for real (servers, browser, MPI); `make test` installs them.
 DEBIAN_PACKAGES ?= postgresql prometheus prometheus-pushgateway chromium openmpi-bin libopenmpi-dev
 
-.PHONY: setup deps-debian demo test bench clean
+.PHONY: setup setup-dev deps-debian demo test test-tensorflow bench bench-store bench-cnn clean
 
+# `setup`: what the demo needs (the package and PyTorch); `setup-dev`: the Debian packages and the
+# test extras on top (mpi4py compiles against Debian's Open MPI, so those come first).
 $(VENV)/.installed: pyproject.toml Makefile
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "$(TORCH)"
+	$(PY) -m pip install -q -e .
+	touch $@
+
+$(VENV)/.installed-dev: $(VENV)/.installed
+	$(MAKE) --no-print-directory deps-debian
 	$(PY) -m pip install -q -e ".[dev]"
 	touch $@
 
 setup: $(VENV)/.installed
+
+setup-dev: $(VENV)/.installed-dev
+
+# The TensorFlow extra (a ~1.5 GB CPU build): installed for the tests, not for the demo.
+$(VENV)/.tensorflow: $(VENV)/.installed-dev
+	$(PY) -m pip install -q -e ".[tensorflow]"
+	touch $@
 
 demo: setup
 	$(VENV)/bin/kubebench run examples/pytorch-cnn/benchmark.yaml
@@ -31,11 +45,25 @@ deps-debian:
 	  else echo "missing Debian packages (install them as root): $$missing"; fi; \
 	fi
 
-test: setup deps-debian
+test: setup-dev deps-debian $(VENV)/.tensorflow
 	$(PY) -m pytest
 
-bench: setup
+# Only the tests that need TensorFlow (`make test` runs them too).
+test-tensorflow: $(VENV)/.tensorflow
+	$(PY) -m pytest -m tensorflow
+
+# The harness's own cost: orchestration overhead per run, `--help`, adaptive repeats.
+bench: setup-dev
 	$(PY) bench/overhead.py
+	$(PY) bench/adaptive_repeats.py
+
+# The results store at scale (100,000 runs) on SQLite and on a throwaway PostgreSQL server: minutes.
+bench-store: setup-dev
+	$(PY) bench/store_scale.py
+
+# The CNN workload through kubebench vs a bare PyTorch loop, and 1 → 2 worker scaling: minutes.
+bench-cnn: setup
+	$(PY) bench/cnn_fidelity.py
 
 clean:
 	rm -rf $(VENV) kubebench-data

@@ -56,3 +56,60 @@ def artifacts() -> Path:
     folder = Path(__file__).resolve().parent.parent / "test-artifacts"
     folder.mkdir(exist_ok=True)
     return folder
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A PostgreSQL server (Debian's binaries) on a free loopback port for the whole session.
+
+    Without the binaries: a failure in CI (CI=true), a skip elsewhere.
+    """
+    import os
+
+    from kubebench.testing.postgres import PostgresServer, PostgresUnavailable
+
+    try:
+        server = PostgresServer()
+    except PostgresUnavailable as e:
+        if os.environ.get("CI"):
+            pytest.fail(f"{e} (the Makefile's setup installs it)")
+        pytest.skip(str(e))
+    with server:
+        yield server
+
+
+@pytest.fixture
+def postgres_url(postgres_server, request) -> str:
+    """URL of a fresh database on the session's PostgreSQL server."""
+    import re
+    import uuid
+
+    name = "t_" + re.sub(r"[^a-z0-9]+", "_", request.node.name.lower())[:40] + "_" + uuid.uuid4().hex[:8]
+    return postgres_server.create_database(name)
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """An S3-compatible server (moto) on a free loopback port for the whole session."""
+    pytest.importorskip("s3fs")
+    from kubebench.testing.s3 import S3Server
+
+    with S3Server() as server:
+        yield server
+
+
+@pytest.fixture
+def s3(s3_server, monkeypatch: pytest.MonkeyPatch, request):
+    """The S3 server with the standard AWS variables set and a fresh bucket; yields ``s3://<bucket>``."""
+    import re
+    import uuid
+
+    from kubebench.testing.s3 import clear_client_caches
+
+    for key, value in s3_server.env.items():
+        monkeypatch.setenv(key, value)
+    bucket = ("kb-" + re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()))[:40].strip("-") + "-" + uuid.uuid4().hex[:8]
+    s3_server.create_bucket(bucket)
+    clear_client_caches()
+    yield f"s3://{bucket}"
+    clear_client_caches()

@@ -40,8 +40,16 @@ class StoreError(KubebenchError):
     """The results store is unreachable, locked, or of an unknown schema version."""
 
 
+class StorageError(KubebenchError):
+    """Shared storage (a folder, S3, GCS …) is unknown, unreachable, or refuses a read or write."""
+
+
+class ExportError(KubebenchError):
+    """An export target (MLflow, a file format) is missing its package or refused the data."""
+
+
 class NotFoundError(KubebenchError):
-    """An experiment or run id that the store does not hold."""
+    """An experiment or run id that the store does not hold, or a file that storage does not hold."""
 
 
 class PostprocessError(KubebenchError):

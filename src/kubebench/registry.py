@@ -16,11 +16,16 @@ from .errors import PluginError
 _BUILTINS: dict[str, dict[str, str]] = {
     "backends": {
         "local": "kubebench.backends.local:LocalBackend",
+        "kubernetes": "kubebench.backends.kube.backend:KubernetesBackend",
     },
     "postprocessors": {
         "regex": "kubebench.collect.postprocess:RegexPostprocessor",
         "command": "kubebench.collect.postprocess:CommandPostprocessor",
         "python": "kubebench.collect.postprocess:PythonPostprocessor",
+        "mllog": "kubebench.collect.mllog:MllogPostprocessor",
+    },
+    "reporters": {
+        "pushgateway": "kubebench.monitor.pushgateway:PushgatewayReporter",
     },
 }
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import shutil
 import time
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Protocol
+from typing import Callable, Protocol
 
 import yaml
 
@@ -19,11 +20,16 @@ from .backends.base import Backend, Outcome
 from .errors import BackendError
 from .collect.context import RunContext
 from .collect.metrics import collect, replica_logs
+from .monitor.recorder import RunTelemetry
+from .monitor.reporters import report_run
 from .paths import RunPaths
+from .plan.adaptive import next_round
 from .plan.plan import Plan, Run, make_plan, new_experiment_id
+from .provenance import job_images, machine, workload
 from .render.job import RenderedJob, job_fingerprint, render_run
 from .settings import Settings
-from .spec.model import LoadedSpec
+from .storage.runs import run_location, shared_storage, upload_run, write_run_record
+from .spec.model import AdaptiveRepeats, LoadedSpec
 from .store.records import ExperimentRecord, RunResult
 from .store.store import Store
 
@@ -36,12 +42,14 @@ class Progress(Protocol):
     def started(self, plan: Plan, skipped: int) -> None: ...
     def run_started(self, run: Run) -> None: ...
     def run_finished(self, run: Run, result: RunResult) -> None: ...
+    def added(self, runs: int) -> None: ...
 
 
 class _Silent:
     def started(self, plan: Plan, skipped: int) -> None: ...
     def run_started(self, run: Run) -> None: ...
     def run_finished(self, run: Run, result: RunResult) -> None: ...
+    def added(self, runs: int) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -51,6 +59,8 @@ class Experiment:
     loaded: LoadedSpec
     plan: Plan
     settings: Settings
+    #: Adaptive repeats in force (``None`` for a fixed number, or when ``--repeats`` overrides).
+    adaptive: AdaptiveRepeats | None = None
 
     def local_paths(self, run: Run) -> RunPaths:
         """The run's folders as kubebench sees them."""
@@ -61,14 +71,18 @@ class Experiment:
     def render(self, run: Run, backend: Backend) -> RenderedJob:
         """The run's job, with the environment pointing at its folders as the job sees them."""
         paths = backend.job_paths(self.local_paths(run))
-        return render_run(self.loaded, run, self.plan.experiment_id, paths.env(run.trial.id, run.repeat))
+        job = render_run(self.loaded, run, self.plan.experiment_id, paths.env(run.trial.id, run.repeat))
+        backend.prepare(job.manifest, paths)  # in place: what the backend adds (volumes, service account…)
+        return job
 
 
 def plan_experiment(loaded: LoadedSpec, settings: Settings, experiment_id: str | None = None,
                     repeats: int | None = None) -> Experiment:
     """Plan (pure): trials and runs with their stable ids."""
     exp_id = experiment_id or new_experiment_id(loaded.spec.name)
-    return Experiment(loaded, make_plan(loaded.spec, exp_id, job_fingerprint(loaded), repeats), settings)
+    plan = make_plan(loaded.spec, exp_id, job_fingerprint(loaded), repeats)
+    adaptive = loaded.spec.repeats if isinstance(loaded.spec.repeats, AdaptiveRepeats) and repeats is None else None
+    return Experiment(loaded, plan, settings, adaptive)
 
 
 def make_backend(loaded: LoadedSpec) -> Backend:
@@ -77,25 +91,83 @@ def make_backend(loaded: LoadedSpec) -> Backend:
     return registry.load("backends", config.kind)(config)
 
 
-def execute(experiment: Experiment, store: Store, progress: Progress | None = None) -> None:
-    """Run every run of the plan that has not yet succeeded, recording each in the store."""
+def execute(experiment: Experiment, store: Store, progress: Progress | None = None,
+            parallelism: int | None = None) -> None:
+    """Run every run of the plan that has not yet succeeded, recording each in the store.
+
+    Up to ``parallelism`` runs (default: the spec's) are in flight at once; warm-up runs all end
+    before counted ones start. On Ctrl-C every job in flight is cancelled before the error goes on.
+    """
     progress = progress or _Silent()
     plan, spec = experiment.plan, experiment.loaded.spec
     backend = make_backend(experiment.loaded)
     validate(experiment, backend)
     now = time.time()
-    store.begin_experiment(ExperimentRecord(
+    record = ExperimentRecord(
         id=plan.experiment_id, name=spec.name, backend=spec.backend.kind, source=experiment.loaded.source,
         spec_text=experiment.loaded.text, job_fingerprint=plan.job_fingerprint, created_at=now, updated_at=now,
-    ), plan)
+    )
+    store.begin_experiment(record, plan)
     done = store.succeeded_run_ids(plan.experiment_id)
     progress.started(plan, len([r for r in plan.runs if r.id in done]))
-    for run in plan.runs:
-        if run.id in done:
-            continue
+    todo = [run for run in plan.runs if run.id not in done]
+    width = parallelism or spec.parallelism
+
+    def one(run: Run) -> None:
         progress.run_started(run)
-        result = execute_run(experiment, backend, store, run)
-        progress.run_finished(run, result)
+        progress.run_finished(run, execute_run(experiment, backend, store, run))
+
+    def run_all(runs: list[Run]) -> None:
+        if width <= 1:
+            for run in runs:
+                one(run)
+        else:
+            for stage in ([r for r in runs if r.warmup], [r for r in runs if not r.warmup]):
+                _in_parallel(stage, width, one, backend)
+
+    try:
+        run_all(todo)
+        if experiment.adaptive is not None:
+            _adaptive_rounds(experiment, store, record, progress, run_all)
+    finally:
+        backend.close()
+
+
+def _adaptive_rounds(experiment: Experiment, store: Store, record: ExperimentRecord, progress: Progress,
+                     run_all: Callable[[list[Run]], None]) -> None:
+    """Add rounds of runs to the trials whose primary metric's CI is still too wide."""
+    plan, policy = experiment.plan, experiment.adaptive
+    metric = experiment.loaded.spec.primary_metric.name  # the spec model guarantees one
+    repeat = max((r.repeat for r in plan.runs if not r.warmup), default=-1) + 1
+    while True:
+        counted = [r for r in store.runs(plan.experiment_id) if not r.warmup]
+        values = {t.id: [r.metrics[metric] for r in counted if r.trial_id == t.id and r.status == "succeeded"
+                         and metric in r.metrics] for t in plan.trials}
+        runs_done = {t.id: sum(1 for r in counted if r.trial_id == t.id and r.status != "pending") for t in plan.trials}
+        new = next_round(plan.trials, values, runs_done, repeat, policy)
+        if not new:
+            return
+        store.begin_experiment(record, replace(plan, runs=tuple(new)))
+        done = store.succeeded_run_ids(plan.experiment_id)
+        progress.added(len(new))
+        run_all([r for r in new if r.id not in done])
+        repeat += 1
+
+
+def _in_parallel(runs: list[Run], width: int, one: Callable[[Run], None], backend: Backend) -> None:
+    """``one(run)`` for every run, ``width`` at a time; on any error or Ctrl-C, cancel all in flight."""
+    if not runs:
+        return
+    pool = ThreadPoolExecutor(max_workers=min(width, len(runs)), thread_name_prefix="kubebench-run")
+    futures = [pool.submit(one, run) for run in runs]
+    try:
+        for future in as_completed(futures):
+            future.result()
+    except BaseException:
+        backend.interrupt()  # each waiting thread cancels its own job
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown()
 
 
 def validate(experiment: Experiment, backend: Backend) -> None:
@@ -105,18 +177,29 @@ def validate(experiment: Experiment, backend: Backend) -> None:
         if run.trial.id not in seen:
             seen.add(run.trial.id)
             experiment.render(run, backend)
+    storage = shared_storage(experiment.settings, experiment.loaded.spec.storage, experiment.loaded.base_dir)
+    if storage is not None:
+        storage.check()  # a missing bucket or a read-only folder stops the start, not every run
 
 
 def execute_run(experiment: Experiment, backend: Backend, store: Store, run: Run) -> RunResult:
-    """One run: fresh folders, render, submit, wait, collect, record. A failure is a result."""
+    """One run: fresh folders, render, submit, wait, collect, copy to shared storage, record.
+
+    A failure is a result.
+    """
     paths = experiment.local_paths(run)
     _prepare_folders(paths)
     job = experiment.render(run, backend)
     _write_config(paths, job, run)
-    store.start_run(run.id, str(paths.run))
+    storage = shared_storage(experiment.settings, experiment.loaded.spec.storage, experiment.loaded.base_dir)
+    store.start_run(run.id, run_location(storage, paths))
+    handle = None
+    telemetry = RunTelemetry(experiment.loaded.spec.telemetry, experiment.plan.experiment_id, run.id)
     try:
         handle = backend.submit(job, backend.job_paths(paths))
+        telemetry.start(handle)  # telemetry: from submit to the end of wait
         outcome = backend.wait(handle, experiment.loaded.spec.timeout)
+        telemetry.stop()
         backend.logs(handle, paths)
     except BackendError as e:
         outcome = Outcome("failed", None, str(e))
@@ -124,9 +207,22 @@ def execute_run(experiment: Experiment, backend: Backend, store: Store, run: Run
         store.finish_run(RunResult(run_id=run.id, status="cancelled", reason="cancelled by the user",
                                    finished_at=time.time()))
         raise
-    result = _result(experiment, run, paths, outcome, job)
+    finally:
+        telemetry.stop()
+    result = _result(experiment, run, paths, outcome, job, _provenance(experiment, backend, job, handle))
+    result = telemetry.record(store, result)  # series stored; summaries added to the metrics
+    write_run_record(paths, result)
+    if storage is not None:
+        result = upload_run(storage, paths, result)
+    if experiment.loaded.spec.report:
+        result = report_run(experiment.loaded.spec.report, _context(experiment, run, paths, job), result)
     store.finish_run(result)
     return result
+
+
+def _context(experiment: Experiment, run: Run, paths: RunPaths, job: RenderedJob) -> RunContext:
+    return RunContext(experiment.plan.experiment_id, run.trial.id, run.id, run.repeat, run.trial.params, paths,
+                      job.workdir)
 
 
 def _prepare_folders(paths: RunPaths) -> None:
@@ -149,7 +245,22 @@ def dump_yaml(data: object) -> str:
     return yaml.dump(data, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False)
 
 
-def _result(experiment: Experiment, run: Run, paths: RunPaths, outcome: Outcome, job: RenderedJob) -> RunResult:
+def _provenance(experiment: Experiment, backend: Backend, job: RenderedJob, handle: object) -> dict:
+    """Machine and software of this runner, the workload's commit, and where the backend ran the job."""
+    kind = experiment.loaded.spec.backend.kind
+    data = {**machine(), **workload(job.workdir), "backend": kind}
+    if kind != "local" and job_images(job.manifest):
+        data["image"] = ", ".join(job_images(job.manifest))
+    if handle is not None:
+        try:
+            data.update(backend.provenance(handle))
+        except BackendError:
+            pass  # provenance is best effort: the run's numbers still count
+    return data
+
+
+def _result(experiment: Experiment, run: Run, paths: RunPaths, outcome: Outcome, job: RenderedJob,
+            provenance: dict | None = None) -> RunResult:
     finished = time.time()
     spec = experiment.loaded.spec
     status, reason, metrics, info = outcome.state, outcome.reason, {}, {}
@@ -161,7 +272,8 @@ def _result(experiment: Experiment, run: Run, paths: RunPaths, outcome: Outcome,
         if collected.error:
             status, reason = "failed", collected.error
     return RunResult(run_id=run.id, status=status, metrics=metrics, info=info, exit_code=outcome.exit_code,
-                     reason=reason, log_tail=log_tail(Path(paths.output), reason), finished_at=finished)
+                     reason=reason, log_tail=log_tail(Path(paths.output), reason), finished_at=finished,
+                     provenance=provenance or {})
 
 
 def log_tail(output: Path, reason: str) -> str:

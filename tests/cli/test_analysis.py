@@ -106,3 +106,25 @@ def test_analysis_errors_are_clear(home: Path, write) -> None:
     assert missing.exit_code == 2 and "parameter 'workers' is not swept" in missing.output
     bad_gate = runner.invoke(app, ["compare", "one", "one", "--fail-on", "throughput"])
     assert bad_gate.exit_code == 2 and "expected METRIC:-N%" in bad_gate.output
+
+
+def test_compare_warns_when_environments_differ(home: Path, write) -> None:
+    from sqlalchemy import insert, update
+
+    from kubebench.settings import settings
+    from kubebench.store import schema
+    from kubebench.store.store import open_store
+
+    run_noisy(write, "env-a", 1.0)
+    run_noisy(write, "env-b", 1.0)
+    quiet = runner.invoke(app, ["compare", "env-a", "env-b"])
+    assert quiet.exit_code == 0 and "environments differ" not in quiet.output
+    store = open_store(settings().store_url)
+    data, _ = store.environments("env-b")[0]
+    other = {**data, "python": "3.99.0"}
+    with store.engine.begin() as conn:
+        conn.execute(insert(schema.provenance).values(id="other-env", data=other, created_at=0.0))
+        conn.execute(update(schema.runs).where(schema.runs.c.experiment_id == "env-b").values(provenance_id="other-env"))
+    warned = runner.invoke(app, ["compare", "env-a", "env-b"])
+    assert warned.exit_code == 0
+    assert "warning: environments differ: python:" in warned.output and "3.99.0" in warned.output

@@ -33,7 +33,7 @@ BAD = {
     "missing-key": ("name: x\n", "spec.yaml:1:1: job: required key is missing"),
     "unknown-backend": (
         "name: x\njob: {command: [a]}\nbackend: slurm\n",
-        "spec.yaml:3:1: backend: unknown backend 'slurm'; valid: local",
+        "spec.yaml:3:1: backend: unknown backend 'slurm'; valid: kubernetes, local",
     ),
     "unknown-job-kind": (
         "name: x\njob: {kind: SparkJob, command: [a]}\n",

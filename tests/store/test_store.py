@@ -28,11 +28,6 @@ def record(exp_id: str = "exp-1", fingerprint: str = "f1") -> ExperimentRecord:
                             job_fingerprint=fingerprint, created_at=now, updated_at=now)
 
 
-@pytest.fixture
-def store(tmp_path: Path):
-    return open_store(f"sqlite:///{tmp_path / 'sub' / 'kb.db'}")
-
-
 def test_runs_round_trip_with_params_and_metrics(store) -> None:
     plan = make_plan(spec(), "exp-1", "f1")
     store.begin_experiment(record(), plan)
@@ -83,16 +78,16 @@ def test_unknown_experiment_is_not_found(store) -> None:
         store.runs("nope")
 
 
-def test_a_newer_store_is_refused(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'kb.db'}"
-    store = open_store(url)
+def test_a_newer_store_is_refused(store_url: str) -> None:
+    store = open_store(store_url)
     with store.engine.begin() as conn:
         conn.execute(update(schema.meta).values(value=str(schema.SCHEMA_VERSION + 1)))
+    store.engine.dispose()
     with pytest.raises(StoreError, match="newer than this kubebench understands"):
-        open_store(url)
+        open_store(store_url)
 
 
-@pytest.mark.parametrize("url", ["not a url", "nosuchdialect://x/y"])
+@pytest.mark.parametrize("url", ["not a url", "nosuchdialect://x/y", "sqlite:////proc/no-such-folder/kb.db"])
 def test_bad_store_urls_are_clear_errors(url: str) -> None:
     with pytest.raises(StoreError, match="store URL"):
         open_store(url)

@@ -58,9 +58,10 @@ def test_single_process_reports_metrics_and_step_times(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     (metrics,) = _metrics(proc.stdout)
-    assert set(metrics) == {"images_per_sec", "step_time_p50", "step_time_p90"}
+    assert set(metrics) == {"images_per_sec", "step_time_p50", "step_time_p90", "step_time_p99", "peak_memory_bytes"}
     assert metrics["images_per_sec"] > 0
-    assert 0 < metrics["step_time_p50"] <= metrics["step_time_p90"]
+    assert 0 < metrics["step_time_p50"] <= metrics["step_time_p90"] <= metrics["step_time_p99"]
+    assert metrics["peak_memory_bytes"] > 50e6  # at least the interpreter plus torch, resident
     human = re.search(r"^images/sec: ([0-9.]+)$", proc.stdout, re.MULTILINE)
     assert human and float(human.group(1)) == pytest.approx(metrics["images_per_sec"], abs=0.051)
 

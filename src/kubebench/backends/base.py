@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -46,6 +47,7 @@ class Backend(ABC):
 
     def __init__(self, config: PluginConfig) -> None:
         self.config = config
+        self._interrupted = threading.Event()
 
     @abstractmethod
     def job_paths(self, local: RunPaths) -> RunPaths:
@@ -70,6 +72,25 @@ class Backend(ABC):
     def finished(self, handle: Any) -> None:
         """Called once the job has ended by itself; backends clean up what is left over here."""
 
+    def provenance(self, handle: Any) -> dict[str, Any]:
+        """Where the job ran, added to the run's provenance (Kubernetes: ``node``, ``image``); may be empty."""
+        return {}
+
+    def prepare(self, manifest: dict[str, Any], paths: RunPaths) -> dict[str, Any]:
+        """Add what this backend needs to a rendered manifest (in place); ``paths`` as the job sees them."""
+        return manifest
+
+    def interrupt(self) -> None:
+        """Make every ``wait`` in progress, in any thread, cancel its job and raise KeyboardInterrupt."""
+        self._interrupted.set()
+
+    def pause(self, handle: Any, seconds: float) -> None:
+        """Sleep between two status checks; backends told of changes may wake up earlier."""
+        time.sleep(seconds)
+
+    def close(self) -> None:
+        """Release what the backend holds (connections, watches) once an experiment is done."""
+
     def wait(self, handle: Any, timeout: float) -> Outcome:
         """Wait until the job ends or ``timeout`` seconds pass (then cancel it: state ``timeout``).
 
@@ -80,6 +101,8 @@ class Backend(ABC):
         interval = self.poll_first
         try:
             while True:
+                if self._interrupted.is_set():
+                    raise KeyboardInterrupt
                 status = self.status(handle)
                 if status.phase != "running":
                     self.finished(handle)
@@ -88,7 +111,7 @@ class Backend(ABC):
                 if remaining <= 0:
                     self.cancel(handle)
                     return Outcome("timeout", None, f"timed out after {_seconds(timeout)}")
-                time.sleep(min(interval, remaining))
+                self.pause(handle, min(interval, remaining))
                 interval = min(interval * self.poll_factor, self.poll_max)
         except BaseException:
             self.cancel(handle)

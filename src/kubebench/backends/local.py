@@ -190,6 +190,11 @@ def _local_argv(argv: tuple[str, ...]) -> tuple[str, ...]:
     # The image's `python` is this interpreter locally, so that workloads see kubebench's packages.
     if argv[0] in ("python", "python3"):
         return (sys.executable, *argv[1:])
+    if argv[0] in ("mpirun", "mpiexec"):
+        # An MPI launcher's program is the first bare `python` after its options (`mpirun -np 2 python …`).
+        first = next((i for i, a in enumerate(argv) if a in ("python", "python3")), None)
+        if first is not None:
+            return (*argv[:first], sys.executable, *argv[first + 1:])
     return argv
 
 

@@ -26,6 +26,7 @@ ParamsOpt = Annotated[Optional[Path], typer.Option("--params", help="Parameter f
 SetOpt = Annotated[Optional[list[str]], typer.Option("--set", help="Override a parameter: key=value (YAML; a list sweeps).")]
 IdOpt = Annotated[Optional[str], typer.Option("--id", help="Experiment id; an existing id resumes that experiment.")]
 StoreOpt = Annotated[Optional[str], typer.Option("--store", envvar="KUBEBENCH_STORE", help="SQLAlchemy URL of the results store.")]
+StorageOpt = Annotated[Optional[str], typer.Option("--storage", envvar="KUBEBENCH_STORAGE", help="Shared storage of the runs' folders: a folder or a URL (s3://bucket/prefix, gs://…).")]
 
 
 def make_console(stderr: bool = False):
@@ -62,4 +63,4 @@ def main() -> None:
 
 
 # Command modules register themselves on `app`; imported last because they use the names above.
-from . import run, results, analysis  # noqa: E402,F401  (this order is the order of --help)
+from . import run, results, analysis, deploy, data, export, db, serve  # noqa: E402,F401  (this order is the order of --help)

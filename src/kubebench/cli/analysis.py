@@ -65,8 +65,13 @@ def compare(
 
 
 def _warn_environments(db, base: str, candidate: str) -> None:
-    differences = getattr(db, "environment_differences", None)
-    for line in differences(base, candidate) if differences else ():
+    """Warn when the two experiments ran on different hardware or software (most used environment of each)."""
+    from ..provenance import provenance_differences
+
+    base_envs, candidate_envs = db.environments(base), db.environments(candidate)
+    if not base_envs or not candidate_envs:
+        return
+    for line in provenance_differences(base_envs[0][0], candidate_envs[0][0]):
         make_console(stderr=True).print(f"[yellow]warning:[/] environments differ: {line}")
 
 
@@ -118,7 +123,9 @@ def report(
     db = _open(store)
     records = [db.experiment(i) for i in experiment_ids]
     runs = {r.id: db.runs(r.id) for r in records}
-    sections = [experiment_section(r, runs[r.id], metric) for r in records]
+    from ..monitor.plots import runs_telemetry
+
+    sections = [experiment_section(r, runs[r.id], metric, runs_telemetry(db, runs[r.id])) for r in records]
     base = records[0]
     sections += [comparison_section(base, runs[base.id], r, runs[r.id], metric) for r in records[1:]]
     write_report(output, sections, "kubebench report: " + ", ".join(experiment_ids))

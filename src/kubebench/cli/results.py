@@ -16,6 +16,7 @@ class ResultFormat(str, Enum):
     table = "table"
     json = "json"
     csv = "csv"
+    parquet = "parquet"
 
 
 def print_results(console, store, experiment_id: str) -> None:
@@ -30,18 +31,32 @@ def print_results(console, store, experiment_id: str) -> None:
         console.print(failures)
 
 
+class ListFormat(str, Enum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
 @app.command()
 @expected_errors
 def experiments(
     limit: Annotated[int, typer.Option(help="Show at most this many, newest first.")] = 50,
+    format: Annotated[ListFormat, typer.Option("--format", "-f", help="table, json or csv.")] = ListFormat.table,
     store: StoreOpt = None,
 ) -> None:
     """List experiments in the store with their run counts."""
-    from ..present.tables import experiments_table
     from ..settings import settings
     from ..store.store import open_store
 
-    make_console().print(experiments_table(open_store(settings(store).store_url).experiments(limit)))
+    found = open_store(settings(store).store_url).experiments(limit)
+    if format is ListFormat.table:
+        from ..present.tables import experiments_table
+
+        make_console().print(experiments_table(found))
+        return
+    from ..present.listing import experiments_csv, experiments_json
+
+    sys.stdout.write(experiments_json(found) if format is ListFormat.json else experiments_csv(found))
 
 
 @app.command()
@@ -60,27 +75,42 @@ def show(
     counts = ", ".join(f"{n} {s}" for s, n in sorted(record.runs_by_status.items())) or "no runs"
     console.print(f"[bold]{record.id}[/] · {record.name} · backend {record.backend} · from {record.source}")
     console.print(f"runs: {counts}")
+    _print_environment(console, db, experiment_id)
     print_results(console, db, experiment_id)
+
+
+def _print_environment(console, db, experiment_id: str) -> None:
+    from ..present.provenance import environment_lines
+
+    for line in environment_lines(db.environments(experiment_id)):
+        console.print(line, markup=False)
 
 
 @app.command()
 @expected_errors
 def results(
     experiment_id: Annotated[str, typer.Argument(help="Experiment id.", show_default=False)],
-    format: Annotated[ResultFormat, typer.Option("--format", "-f", help="table, json or csv.")] = ResultFormat.table,
+    format: Annotated[ResultFormat, typer.Option("--format", "-f", help="table, json, csv or parquet (needs -o).")] = ResultFormat.table,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file instead of stdout.")] = None,
     store: StoreOpt = None,
 ) -> None:
-    """Results of an experiment: a per-trial table, or every run as JSON or CSV."""
+    """Results of an experiment: a per-trial table, or every run as JSON, CSV or Parquet."""
     from ..present.export import to_csv, to_json
     from ..settings import settings
     from ..store.store import open_store
 
+    if format is ResultFormat.parquet and output is None:
+        raise typer.BadParameter("parquet is a binary format: give a file with -o FILE", param_hint="--format")
     db = open_store(settings(store).store_url)
     if format is ResultFormat.table:
         print_results(make_console(), db, experiment_id)
         return
     runs = db.runs(experiment_id)
+    if format is ResultFormat.parquet:
+        from ..present.parquet import write_parquet
+
+        write_parquet(runs, output)
+        return
     text = to_json(runs) + "\n" if format is ResultFormat.json else to_csv(runs)
     if output:
         output.write_text(text, encoding="utf-8")

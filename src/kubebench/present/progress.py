@@ -35,6 +35,10 @@ class RichProgress:
         self.task = self.bar.add_task("starting", total=len(plan.runs), completed=skipped)
         self.bar.start()  # only now: spec errors found before this print no empty bar
 
+    def added(self, runs: int) -> None:
+        """Adaptive repeats planned more runs."""
+        self.bar.update(self.task, total=self.bar.tasks[0].total + runs)
+
     def run_started(self, run: Run) -> None:
         """Show which run is in flight."""
         self.bar.update(self.task, description=run.label)

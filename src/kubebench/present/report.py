@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import html
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,8 +27,9 @@ class Section:
     figures: list[object] = field(default_factory=list)
 
 
-def experiment_section(record: ExperimentRecord, runs: Sequence[RunRecord], metric: str | None) -> Section:
-    """Results table and plots of one experiment."""
+def experiment_section(record: ExperimentRecord, runs: Sequence[RunRecord], metric: str | None,
+                       telemetry: Mapping[str, Mapping[str, Sequence[tuple[float, float]]]] | None = None) -> Section:
+    """Results table and plots of one experiment; ``telemetry`` (run id → series) adds its plot."""
     name = metric or record.primary_metric() or _any_metric(runs)
     section = Section(f"{record.id} — {record.name} ({record.backend})")
     section.tables.append(results_html(runs, name))
@@ -38,6 +39,12 @@ def experiment_section(record: ExperimentRecord, runs: Sequence[RunRecord], metr
     section.figures.append(figures.distributions(runs, name, f"{name}: runs of each trial"))
     if "workers" in figures.swept_parameters(trials):
         section.figures.append(figures.scaling_curve(scaling(runs, name), "scaling efficiency"))
+    if telemetry:
+        from ..monitor.plots import telemetry_figure
+
+        figure = telemetry_figure(telemetry, f"telemetry of the first {len(telemetry)} runs")
+        if figure is not None:
+            section.figures.append(figure)
     return section
 
 

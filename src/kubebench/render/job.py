@@ -31,9 +31,16 @@ class RenderedJob:
         return str(self.manifest["kind"])
 
 
+#: Job fields added after the first release: they count in the fingerprint only when set, so that
+#: experiments planned before they existed keep their ids and still resume.
+_LATER_FIELDS = ("node_selector", "tolerations", "mpi_api_version")
+
+
 def job_fingerprint(loaded: LoadedSpec) -> str:
     """Hash of what defines the job (the shorthand or the template's text): resuming needs it equal."""
-    return digest(loaded.spec.job.model_dump(), loaded.template_text)
+    job = loaded.spec.job
+    unset = {f for f in _LATER_FIELDS if getattr(job, f) == JobSpec.model_fields[f].get_default(call_default_factory=True)}
+    return digest(job.model_dump(exclude=unset), loaded.template_text)
 
 
 def job_name(run: Run) -> str:
@@ -73,6 +80,7 @@ def render_run(loaded: LoadedSpec, run: Run, experiment_id: str, env: dict[str, 
     if job.template:
         manifest = render_template_file(loaded.base_dir / job.template, context, loaded.template_text or "")
         manifest.setdefault("metadata", {}).setdefault("name", name)
+        kinds.ensure_deadline(manifest, loaded.spec.timeout)
     else:
         shape = resolve_shorthand(job, context, run)
         manifest = kinds.build_manifest(shape, name, run_labels, loaded.spec.timeout)
@@ -110,6 +118,9 @@ def resolve_shorthand(job: JobSpec, context: dict[str, Any], run: Run) -> kinds.
         command=tuple(data["command"]),
         env=tuple((k, _text(v)) for k, v in data["env"].items()),
         resources=tuple((k, _text(v)) for k, v in data["resources"].items()),
+        node_selector=tuple((k, _text(v)) for k, v in data["node_selector"].items()),
+        tolerations=tuple(data["tolerations"]),
+        mpi_api_version=data["mpi_api_version"],
     )
 
 

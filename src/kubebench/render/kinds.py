@@ -1,5 +1,5 @@
-"""What each job kind looks like as a manifest: building it from the shorthand, and finding its
-replicas (type, count, pod template) again — the one place that knows the kinds' layouts.
+"""What each job kind looks like as a manifest: building it from the shorthand, finding its replicas
+(type, count, pod template) again, and decorating its pods — the one place that knows the layouts.
 """
 
 from __future__ import annotations
@@ -13,6 +13,11 @@ from ..errors import SpecError
 
 Manifest = dict[str, Any]
 LABEL_PREFIX = "kubebench.io/"
+#: The `manager` of the TrainJob runtime patch through which kubebench reaches the pods.
+PATCH_MANAGER = "kubebench.io/kubebench"
+#: Name of the replicated job and of the container of Kubeflow Trainer's torch runtimes.
+TRAINER_NODE = "node"
+MPI_API_VERSIONS = ("kubeflow.org/v2beta1", "kubeflow.org/v1")
 
 
 @dataclass(frozen=True)
@@ -34,6 +39,9 @@ class JobShape:
     command: tuple[str, ...]
     env: tuple[tuple[str, str], ...]
     resources: tuple[tuple[str, str], ...]
+    node_selector: tuple[tuple[str, str], ...] = ()
+    tolerations: tuple[dict[str, Any], ...] = ()
+    mpi_api_version: str = MPI_API_VERSIONS[0]
 
 
 _REPLICA_FIELDS = {
@@ -75,13 +83,23 @@ def _container(job: JobShape) -> dict[str, Any]:
     return container
 
 
-def _pod(container: dict[str, Any]) -> dict[str, Any]:
+def _scheduling(job: JobShape) -> dict[str, Any]:
+    spec: dict[str, Any] = {}
+    if job.node_selector:
+        spec["nodeSelector"] = dict(job.node_selector)
+    if job.tolerations:
+        spec["tolerations"] = copy.deepcopy(list(job.tolerations))
+    return spec
+
+
+def _pod(container: dict[str, Any], job: JobShape) -> dict[str, Any]:
     # A copy per replica type: shared objects would become YAML aliases and share later edits.
-    return {"spec": {"restartPolicy": "Never", "containers": [copy.deepcopy(container)]}}
+    spec = {"restartPolicy": "Never", "containers": [copy.deepcopy(container)], **_scheduling(job)}
+    return {"spec": spec}
 
 
-def _replica(count: int, container: dict[str, Any]) -> dict[str, Any]:
-    return {"replicas": count, "restartPolicy": "Never", "template": _pod(container)}
+def _replica(count: int, container: dict[str, Any], job: JobShape) -> dict[str, Any]:
+    return {"replicas": count, "restartPolicy": "Never", "template": _pod(container, job)}
 
 
 def _run_policy(deadline: int) -> dict[str, Any]:
@@ -89,33 +107,35 @@ def _run_policy(deadline: int) -> dict[str, Any]:
 
 
 def _process(job: JobShape, container: dict, deadline: int) -> tuple[str, str, dict]:
-    return "kubebench/v1", "Process", {"replicas": job.workers, "template": _pod(container)}
+    return "kubebench/v1", "Process", {"replicas": job.workers, "template": _pod(container, job)}
 
 
 def _pytorch(job: JobShape, container: dict, deadline: int) -> tuple[str, str, dict]:
     # Kubeflow's layout: rank 0 is the Master, ranks 1…N-1 are Workers.
-    replicas = {"Master": _replica(1, container)}
+    replicas = {"Master": _replica(1, container, job)}
     if job.workers > 1:
-        replicas["Worker"] = _replica(job.workers - 1, container)
+        replicas["Worker"] = _replica(job.workers - 1, container, job)
     return "kubeflow.org/v1", "PyTorchJob", {"pytorchReplicaSpecs": replicas, "runPolicy": _run_policy(deadline)}
 
 
 def _tfjob(job: JobShape, container: dict, deadline: int) -> tuple[str, str, dict]:
-    replicas = {"Worker": _replica(job.workers, container)}
+    replicas = {"Worker": _replica(job.workers, container, job)}
     return "kubeflow.org/v1", "TFJob", {"tfReplicaSpecs": replicas, "runPolicy": _run_policy(deadline)}
 
 
 def _mpijob(job: JobShape, container: dict, deadline: int) -> tuple[str, str, dict]:
-    # mpi-operator v2: the launcher runs mpirun; workers run the image's default (an SSH server)
-    # and receive the ranks mpirun starts on them.
+    # Both operators: the launcher runs mpirun; workers run the image's default (an SSH server for
+    # mpi-operator v2beta1, a sleep for the training operator's v1) and host the ranks mpirun starts.
+    if job.mpi_api_version not in MPI_API_VERSIONS:
+        raise SpecError(f"job.mpi_api_version: {job.mpi_api_version!r} is not one of {', '.join(MPI_API_VERSIONS)}")
     launcher = {**container, "command": ["mpirun", "-np", str(job.workers), *job.command]}
     worker = {k: v for k, v in container.items() if k != "command"}
     spec = {
         "slotsPerWorker": 1,
         "runPolicy": _run_policy(deadline),
-        "mpiReplicaSpecs": {"Launcher": _replica(1, launcher), "Worker": _replica(job.workers, worker)},
+        "mpiReplicaSpecs": {"Launcher": _replica(1, launcher, job), "Worker": _replica(job.workers, worker, job)},
     }
-    return "kubeflow.org/v2beta1", "MPIJob", spec
+    return job.mpi_api_version, "MPIJob", spec
 
 
 def _trainjob(job: JobShape, container: dict, deadline: int) -> tuple[str, str, dict]:
@@ -124,7 +144,11 @@ def _trainjob(job: JobShape, container: dict, deadline: int) -> tuple[str, str, 
         trainer["env"] = container["env"]
     if "resources" in container:
         trainer["resourcesPerNode"] = container["resources"]
-    spec = {"runtimeRef": {"name": "torch-distributed"}, "trainer": trainer}
+    spec: dict[str, Any] = {"runtimeRef": {"name": "torch-distributed"}, "trainer": trainer,
+                            "activeDeadlineSeconds": deadline}
+    scheduling = _scheduling(job)
+    if scheduling:
+        _trainjob_pod(spec)["spec"].update(scheduling)
     return "trainer.kubeflow.org/v1alpha1", "TrainJob", spec
 
 
@@ -135,9 +159,31 @@ def _batch_job(job: JobShape, container: dict, deadline: int) -> tuple[str, str,
         "parallelism": job.workers,
         "backoffLimit": 0,
         "activeDeadlineSeconds": deadline,
-        "template": _pod(container),
+        "template": _pod(container, job),
     }
     return "batch/v1", "Job", spec
+
+
+def _trainjob_pod(spec: dict[str, Any]) -> dict[str, Any]:
+    """The pod template of the trainer's nodes in kubebench's runtime patch (created if missing).
+
+    Kubeflow Trainer v2 reaches a TrainJob's pods only through ``runtimePatches``; the trainer's
+    container there is the one named ``node``.
+    """
+    patches = spec.setdefault("runtimePatches", [])
+    patch = next((p for p in patches if p.get("manager") == PATCH_MANAGER), None)
+    if patch is None:
+        patch = {"manager": PATCH_MANAGER}
+        patches.append(patch)
+    jobs = patch.setdefault("trainingRuntimeSpec", {}).setdefault("template", {}).setdefault("spec", {})
+    replicated = jobs.setdefault("replicatedJobs", [])
+    node = next((j for j in replicated if j.get("name") == TRAINER_NODE), None)
+    if node is None:
+        node = {"name": TRAINER_NODE}
+        replicated.append(node)
+    pod = node.setdefault("template", {}).setdefault("spec", {}).setdefault("template", {})
+    pod.setdefault("spec", {})
+    return pod
 
 
 def replica_groups(manifest: Manifest) -> list[ReplicaGroup]:
@@ -154,8 +200,8 @@ def replica_groups(manifest: Manifest) -> list[ReplicaGroup]:
         return [ReplicaGroup("worker", count, spec.get("template") or {})]
     if kind == "TrainJob":
         trainer = spec.get("trainer") or {}
-        container = {"name": "node", **{k: trainer[k] for k in ("image", "command", "args", "env") if k in trainer}}
-        return [ReplicaGroup("node", int(trainer.get("numNodes", 1)), {"spec": {"containers": [container]}})]
+        container = {"name": TRAINER_NODE, **{k: trainer[k] for k in ("image", "command", "args", "env") if k in trainer}}
+        return [ReplicaGroup(TRAINER_NODE, int(trainer.get("numNodes", 1)), {"spec": {"containers": [container]}})]
     raise SpecError(f"job kind {kind!r} is not supported; supported: {', '.join(supported_kinds())}")
 
 
@@ -169,20 +215,74 @@ def supported_kinds() -> list[str]:
     return sorted({*_REPLICA_FIELDS, "Process", "Job", "TrainJob"})
 
 
+def pod_templates(manifest: Manifest) -> list[dict[str, Any]]:
+    """The manifest's own pod templates (to edit in place); a TrainJob's is its runtime patch."""
+    if manifest.get("kind") == "TrainJob":
+        return [_trainjob_pod(manifest.setdefault("spec", {}))]
+    return [group.template for group in replica_groups(manifest)]
+
+
 def inject(manifest: Manifest, env: dict[str, str], labels: dict[str, str]) -> Manifest:
     """Add ``env`` to every container of every replica and ``labels`` to the job and its pods."""
     manifest.setdefault("metadata", {}).setdefault("labels", {}).update(labels)
     if manifest.get("kind") == "TrainJob":
         trainer = manifest.setdefault("spec", {}).setdefault("trainer", {})
         trainer["env"] = _merge_env(trainer.get("env"), env)
-        return manifest
-    for group in replica_groups(manifest):
-        group.template.setdefault("metadata", {}).setdefault("labels", {}).update(labels)
-        for container in group.template.get("spec", {}).get("containers", []):
-            container["env"] = _merge_env(container.get("env"), env)
+    else:
+        for group in replica_groups(manifest):
+            for container in group.template.get("spec", {}).get("containers", []):
+                container["env"] = _merge_env(container.get("env"), env)
+    for template in pod_templates(manifest):
+        template.setdefault("metadata", {}).setdefault("labels", {}).update(labels)
     return manifest
 
 
 def _merge_env(existing: list[dict] | None, env: dict[str, str]) -> list[dict]:
     kept = [e for e in existing or [] if e.get("name") not in env]
     return kept + [{"name": k, "value": v} for k, v in env.items()]
+
+
+def mount_claim(manifest: Manifest, volume: str, claim: str, mount_path: str) -> Manifest:
+    """Mount the PersistentVolumeClaim ``claim`` at ``mount_path`` in every container of every pod."""
+    for template in pod_templates(manifest):
+        spec = template.setdefault("spec", {})
+        volumes = spec.setdefault("volumes", [])
+        if not any(v.get("name") == volume for v in volumes):
+            volumes.append({"name": volume, "persistentVolumeClaim": {"claimName": claim}})
+        for container in _mounting_containers(manifest, spec):
+            mounts = container.setdefault("volumeMounts", [])
+            if not any(m.get("name") == volume for m in mounts):
+                mounts.append({"name": volume, "mountPath": mount_path})
+    return manifest
+
+
+def _mounting_containers(manifest: Manifest, pod_spec: dict[str, Any]) -> list[dict[str, Any]]:
+    if manifest.get("kind") != "TrainJob":
+        return pod_spec.get("initContainers", []) + pod_spec.get("containers", [])
+    # In a runtime patch a container entry names the runtime's container and only adds to it.
+    containers = pod_spec.setdefault("containers", [])
+    node = next((c for c in containers if c.get("name") == TRAINER_NODE), None)
+    if node is None:
+        node = {"name": TRAINER_NODE}
+        containers.append(node)
+    return [node]
+
+
+def set_pod_defaults(manifest: Manifest, fields: dict[str, Any]) -> Manifest:
+    """Set pod spec ``fields`` (e.g. ``serviceAccountName``) in every pod the job does not set them in."""
+    for template in pod_templates(manifest):
+        spec = template.setdefault("spec", {})
+        for key, value in fields.items():
+            spec.setdefault(key, copy.deepcopy(value))
+    return manifest
+
+
+def ensure_deadline(manifest: Manifest, seconds: float) -> Manifest:
+    """Give the job an active deadline where it has none, so that no job can run forever."""
+    deadline = max(1, math.ceil(seconds))
+    kind, spec = manifest.get("kind"), manifest.setdefault("spec", {})
+    if kind in _REPLICA_FIELDS:
+        spec.setdefault("runPolicy", {}).setdefault("activeDeadlineSeconds", deadline)
+    elif kind in ("Job", "TrainJob"):
+        spec.setdefault("activeDeadlineSeconds", deadline)
+    return manifest

@@ -12,6 +12,7 @@ from typing import Annotated, Literal, Union
 from pydantic import ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 from .. import registry
+from ..monitor.config import TelemetryConfig
 from .base import Model, PluginConfig, parse_duration
 
 SPEC_SCHEMA_VERSION = "kubebench/v1"
@@ -87,6 +88,7 @@ def _union_of(group: str) -> object:
 
 PostprocessConfig = _union_of("postprocessors")
 BackendConfig = _union_of("backends")
+ReporterConfig = _union_of("reporters")
 
 
 class AdaptiveRepeats(Model):
@@ -134,8 +136,14 @@ class BenchmarkSpec(Model):
     postprocess: list[PostprocessConfig] = Field(default_factory=list)  # type: ignore[valid-type]
     backend: BackendConfig = Field("local", validate_default=True)  # type: ignore[valid-type]
     data_root: str | None = None
+    #: Shared storage of the runs' folders: a folder or an fsspec URL (s3://bucket/prefix, gs://…).
+    storage: str | None = None
     #: Runs in flight at once (each is one job; warm-up runs still finish before counted ones).
     parallelism: int = Field(1, ge=1, le=1000)
+    #: Telemetry of every run (on by default): process tree, machine and GPUs, or Prometheus on Kubernetes.
+    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
+    #: Reporters called with each finished run (``[{kind: pushgateway, url: …}]``).
+    report: list[ReporterConfig] = Field(default_factory=list)  # type: ignore[valid-type]
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 

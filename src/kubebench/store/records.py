@@ -75,6 +75,7 @@ class RunRecord(Record):
     started_at: float | None = None
     finished_at: float | None = None
     path: str = ""
+    provenance: dict[str, object] = {}
 
     @property
     def duration_s(self) -> float | None:
@@ -95,3 +96,4 @@ class RunResult(Record):
     reason: str = ""
     log_tail: str = ""
     finished_at: float
+    provenance: dict[str, object] = {}

@@ -1,4 +1,9 @@
-"""SQL tables of the store. ``SCHEMA_VERSION`` goes up with every change of these tables."""
+"""SQL tables of the store at its newest schema.
+
+``SCHEMA_VERSION`` goes up with every change of these tables, and each change comes with an Alembic
+migration in ``migrations/versions`` whose revision becomes ``HEAD_REVISION``; a test checks that the
+migrations and these tables agree.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +21,9 @@ from sqlalchemy import (
     Text,
 )
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 3
+#: The Alembic revision of ``SCHEMA_VERSION`` (checked against the migrations by a test).
+HEAD_REVISION = "0003"
 
 metadata = MetaData()
 
@@ -66,7 +73,21 @@ runs = Table(
     Column("started_at", Float),
     Column("finished_at", Float),
     Column("path", Text, nullable=False, default=""),
-    Index("ix_runs_experiment_status", "experiment_id", "status"),
+    Column("provenance_id", String(32), ForeignKey("provenance.id"), index=True),
+    # the run's metrics as one JSON object: a copy of its rows in `metrics`, written in the same
+    # transaction, so that reading 10,000 runs parses 10,000 objects instead of 100,000 rows
+    Column("metric_values", JSON),
+    # covers the per-experiment listings and the run counts by status (no table lookups)
+    Index("ix_runs_experiment_warmup_status", "experiment_id", "warmup", "status"),
+)
+
+provenance = Table(
+    "provenance",
+    metadata,
+    # a hash of ``data``: the runs of one environment share one row
+    Column("id", String(32), primary_key=True),
+    Column("data", JSON, nullable=False),
+    Column("created_at", Float, nullable=False),
 )
 
 metrics = Table(
@@ -74,5 +95,15 @@ metrics = Table(
     metadata,
     Column("run_id", String(32), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
     Column("name", String(128), primary_key=True),
+    Column("value", Float, nullable=False),
+)
+
+# one row per sample of one series of a run (kubebench.monitor): CPU, memory, GPU … over time
+telemetry = Table(
+    "telemetry",
+    metadata,
+    Column("run_id", String(32), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False, index=True),
+    Column("series", String(128), nullable=False),
+    Column("t", Float, nullable=False),
     Column("value", Float, nullable=False),
 )

@@ -3,37 +3,37 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-from sqlalchemy import Engine, create_engine, event, func, insert, select, update
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
+from sqlalchemy import Connection, Engine, delete, func, insert, select, update
 
 from ..errors import NotFoundError, StoreError
-from ..plan.plan import Plan
-from . import schema
+from . import rows, schema
+from .engine import make_engine, transaction
+from .migrate import ensure_current
 from .records import ExperimentRecord, RunRecord, RunResult
+
+if TYPE_CHECKING:  # the spec's models cost a third of a second to import; reading results needs none
+    from ..plan.plan import Plan
 
 
 class Store:
-    """Experiments, trials, runs and metrics in one SQL database."""
+    """Experiments, trials, runs, metrics and provenance in one SQL database."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self._provenance_ids: dict[str, str] = {}  # provenance this store saved: JSON text → id
 
     @contextmanager
-    def _tx(self, what: str) -> Iterator:
-        try:
-            with self.engine.begin() as conn:
-                yield conn
-        except SQLAlchemyError as e:
-            raise StoreError(f"store {self.engine.url!r}: cannot {what}: {_first_line(e)}") from e
+    def _tx(self, what: str, write: bool = False) -> Iterator[Connection]:
+        with transaction(self.engine, what, write) as conn:
+            yield conn
 
     def begin_experiment(self, record: ExperimentRecord, plan: Plan) -> None:
         """Create the experiment, or check that a resumed one has the same job; add new trials and runs."""
-        with self._tx("record the experiment") as conn:
+        with self._tx("record the experiment", write=True) as conn:
             row = conn.execute(select(schema.experiments).where(schema.experiments.c.id == record.id)).first()
             if row is None:
                 conn.execute(insert(schema.experiments).values(**record.model_dump(exclude={"runs_by_status"})))
@@ -68,26 +68,28 @@ class Store:
             return set(conn.scalars(query))
 
     def start_run(self, run_id: str, path: str) -> None:
-        """Mark a run running (an interrupted runner leaves it so; resuming redoes it)."""
+        """Mark a run running (an interrupted runner leaves it so; resuming redoes it).
+
+        ``path`` is where the run's folder ends up: a local path or a storage URL (``s3://…``).
+        """
         runs = schema.runs
-        with self._tx("start a run") as conn:
+        with self._tx("start a run", write=True) as conn:
             conn.execute(update(runs).where(runs.c.id == run_id).values(
                 status="running", started_at=time.time(), finished_at=None, attempts=runs.c.attempts + 1,
                 path=path, reason="", exit_code=None,
             ))
 
     def finish_run(self, result: RunResult) -> None:
-        """Record how a run ended and replace its metrics, atomically."""
-        runs, metrics = schema.runs, schema.metrics
-        with self._tx("record a run") as conn:
-            conn.execute(update(runs).where(runs.c.id == result.run_id).values(
-                **result.model_dump(exclude={"run_id", "metrics"})
-            ))
-            conn.execute(metrics.delete().where(metrics.c.run_id == result.run_id))
-            if result.metrics:
-                conn.execute(insert(metrics), [
-                    {"run_id": result.run_id, "name": k, "value": v} for k, v in result.metrics.items()
-                ])
+        """Record how a run ended, its provenance, and replace its metrics, atomically."""
+        self.finish_runs([result])
+
+    def finish_runs(self, results: list[RunResult]) -> None:
+        """Record several ended runs in one transaction (what importers and bulk loads use)."""
+        if results:
+            known = dict(self._provenance_ids)
+            with self._tx("record a run", write=True) as conn:
+                rows.record_results(conn, results, known)
+            self._provenance_ids = known  # only once committed: a rolled-back insert is not known
 
     def experiment(self, experiment_id: str) -> ExperimentRecord:
         """One experiment with its run counts; NotFoundError names the id."""
@@ -97,111 +99,123 @@ class Store:
         return found[0]
 
     def experiments(self, limit: int | None = None) -> list[ExperimentRecord]:
-        """Experiments, newest first, with their run counts by status."""
+        """Experiments, newest first, with their run counts by status (two queries, whatever the number)."""
         return self._experiments(None, limit)
 
     def _experiments(self, where, limit: int | None = None) -> list[ExperimentRecord]:
         e, r = schema.experiments, schema.runs
-        query = select(e).order_by(e.c.created_at.desc())
+        query = select(e).order_by(e.c.created_at.desc(), e.c.id)
         if where is not None:
             query = query.where(where)
         if limit:
             query = query.limit(limit)
+        # grouped in the order of ix_runs_experiment_warmup_status: an index scan, no sort
+        counts_query = (select(r.c.experiment_id, r.c.status, func.count()).where(r.c.warmup.is_(False))
+                        .group_by(r.c.experiment_id, r.c.warmup, r.c.status))
+        if where is not None or limit:
+            counts_query = counts_query.where(r.c.experiment_id.in_(query.with_only_columns(e.c.id)))
         with self._tx("read experiments") as conn:
-            rows = conn.execute(query).all()
+            result = conn.execute(query)
+            keys, found = list(result.keys()), result.all()
             counts: dict[str, dict[str, int]] = {}
-            ids = [row.id for row in rows]
-            for chunk in _chunks(ids, 500):
-                q = (select(r.c.experiment_id, r.c.status, func.count())
-                     .where(r.c.experiment_id.in_(chunk), r.c.warmup.is_(False))
-                     .group_by(r.c.experiment_id, r.c.status))
-                for exp_id, status, n in conn.execute(q):
-                    counts.setdefault(exp_id, {})[status] = n
-        return [ExperimentRecord(**row._asdict(), runs_by_status=counts.get(row.id, {})) for row in rows]
+            for exp_id, status, n in conn.execute(counts_query).all():
+                counts.setdefault(exp_id, {})[status] = n
+        return [ExperimentRecord(**dict(zip(keys, row)), runs_by_status=counts.get(row.id, {})) for row in found]
 
     def runs(self, experiment_id: str, include_warmup: bool = False) -> list[RunRecord]:
-        """All runs of an experiment with parameters and metrics (three queries, whatever the size)."""
-        self.experiment(experiment_id)
-        r, t, m = schema.runs, schema.trials, schema.metrics
-        query = (select(r, t.c.params, t.c.index.label("trial_index"))
-                 .join(t, t.c.id == r.c.trial_id)
+        """All runs of an experiment with parameters, metrics and provenance (four queries, whatever the size)."""
+        r, t = schema.runs, schema.trials
+        query = (select(*rows.RUN_COLUMNS).join(t, t.c.id == r.c.trial_id)
                  .where(r.c.experiment_id == experiment_id)
                  .order_by(t.c.index, r.c.warmup.desc(), r.c.repeat))
         if not include_warmup:
             query = query.where(r.c.warmup.is_(False))
         with self._tx("read runs") as conn:
-            rows = conn.execute(query).all()
-            values: dict[str, dict[str, float]] = {}
-            mq = select(m.c.run_id, m.c.name, m.c.value).join(r, r.c.id == m.c.run_id).where(
-                r.c.experiment_id == experiment_id)
-            for run_id, name, value in conn.execute(mq):
-                values.setdefault(run_id, {})[name] = value
-        return [_run_record(row, values.get(row.id, {})) for row in rows]
+            self._require(conn, experiment_id)
+            found = conn.execute(query).all()
+            params = dict(conn.execute(select(t.c.id, t.c.params).where(t.c.experiment_id == experiment_id)).all())
+            envs = rows.provenance_of(conn, (row[-1] for row in found))
+        return rows.run_records(experiment_id, found, params, envs)
 
+    def run(self, run_id: str) -> RunRecord:
+        """One run by id; NotFoundError names the id."""
+        r, t = schema.runs, schema.trials
+        query = (select(*rows.RUN_COLUMNS, r.c.experiment_id, t.c.params)
+                 .join(t, t.c.id == r.c.trial_id).where(r.c.id == run_id))
+        with self._tx("read a run") as conn:
+            row = conn.execute(query).first()
+            if row is None:
+                raise NotFoundError(f"no run {run_id!r} in the store (see `kubebench results EXPERIMENT_ID`)")
+            *columns, experiment_id, params = row
+            envs = rows.provenance_of(conn, [row.provenance_id])
+        return rows.run_records(experiment_id, [columns], {row.trial_id: params}, envs)[0]
 
-def _run_record(row, metrics: dict[str, float]) -> RunRecord:
-    data = row._asdict()
-    data["run_id"] = data.pop("id")
-    data.pop("trial_index")
-    return RunRecord(**data, metrics=metrics)
+    def _require(self, conn: Connection, experiment_id: str) -> None:
+        e = schema.experiments
+        if conn.scalar(select(e.c.id).where(e.c.id == experiment_id)) is None:
+            raise NotFoundError(f"no experiment {experiment_id!r} in the store (see `kubebench experiments`)")
 
+    def add_telemetry(self, run_id: str, samples: Iterable[tuple[str, float, float]]) -> None:
+        """Store a run's telemetry, ``(series, t, value)`` samples, in place of any it had (one bulk insert)."""
+        tel = schema.telemetry
+        values = [{"run_id": run_id, "series": s, "t": t, "value": v} for s, t, v in samples]
+        with self._tx("record telemetry", write=True) as conn:
+            conn.execute(delete(tel).where(tel.c.run_id == run_id))  # a redone run replaces its series
+            if values:
+                conn.execute(insert(tel), values)
 
-def _chunks(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
-    for i in range(0, len(items), size):
-        yield items[i:i + size]
+    def telemetry(self, run_id: str) -> dict[str, list[tuple[float, float]]]:
+        """A run's telemetry: ``series → [(t, value), …]`` in time order (empty without any)."""
+        tel = schema.telemetry
+        query = select(tel.c.series, tel.c.t, tel.c.value).where(tel.c.run_id == run_id).order_by(tel.c.series, tel.c.t)
+        found: dict[str, list[tuple[float, float]]] = {}
+        with self._tx("read telemetry") as conn:
+            for series, t, value in conn.execute(query):
+                found.setdefault(series, []).append((t, value))
+        return found
 
+    def run_folders(self, experiment_id: str) -> list[str]:
+        """Where the experiment's runs' folders are (storage URLs or local paths) — runs that started."""
+        r = schema.runs
+        query = select(r.c.path).where(r.c.experiment_id == experiment_id, r.c.path != "").distinct()
+        with self._tx("read runs") as conn:
+            return sorted(conn.scalars(query))
 
-def _first_line(e: Exception) -> str:
-    text = str(getattr(e, "orig", None) or e)
-    return text.strip().splitlines()[0] if text.strip() else type(e).__name__
+    def environments(self, experiment_id: str) -> list[tuple[dict, int]]:
+        """The provenance records of an experiment's runs, each with its number of runs, most used first."""
+        r, p = schema.runs, schema.provenance
+        counts = (select(r.c.provenance_id.label("pid"), func.count().label("n"))
+                  .where(r.c.experiment_id == experiment_id, r.c.provenance_id.is_not(None))
+                  .group_by(r.c.provenance_id).subquery())
+        query = (select(p.c.data, counts.c.n).join(counts, counts.c.pid == p.c.id)
+                 .order_by(counts.c.n.desc(), p.c.id))
+        with self._tx("read provenance") as conn:
+            return [(data, n) for data, n in conn.execute(query)]
+
+    def delete_experiment(self, experiment_id: str) -> int:
+        """Delete an experiment with its trials, runs and metrics; return its number of runs."""
+        self.experiment(experiment_id)
+        e, t, r, m, p = schema.experiments, schema.trials, schema.runs, schema.metrics, schema.provenance
+        with self._tx("delete the experiment", write=True) as conn:
+            # explicit, child tables first: correct whether or not the database cascades
+            run_ids = select(r.c.id).where(r.c.experiment_id == experiment_id)
+            conn.execute(delete(m).where(m.c.run_id.in_(run_ids)))
+            conn.execute(delete(schema.telemetry).where(schema.telemetry.c.run_id.in_(run_ids)))
+            deleted = conn.execute(delete(r).where(r.c.experiment_id == experiment_id)).rowcount
+            conn.execute(delete(t).where(t.c.experiment_id == experiment_id))
+            conn.execute(delete(e).where(e.c.id == experiment_id))
+            used = select(r.c.provenance_id).where(r.c.provenance_id.is_not(None))
+            conn.execute(delete(p).where(p.c.id.not_in(used)))
+        self._provenance_ids.clear()
+        return deleted
 
 
 def open_store(url: str) -> Store:
-    """Open (creating if new) the store at a SQLAlchemy URL; refuse a store of a newer schema."""
-    try:
-        parsed = make_url(url)
-    except ArgumentError as e:
-        raise StoreError(f"store URL {url!r} is not a valid SQLAlchemy URL: {e}") from e
-    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
-        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-    try:
-        engine = create_engine(parsed, **_engine_options(parsed.get_backend_name()))
-    except (NoSuchModuleError, ImportError) as e:
-        raise StoreError(f"store URL {url!r}: database driver not installed: {e}") from e
-    if parsed.get_backend_name() == "sqlite":
-        event.listen(engine, "connect", _sqlite_pragmas)
-    store = Store(engine)
-    _ensure_schema(store)
+    """Open the store at a SQLAlchemy URL, creating a new one at the newest schema.
+
+    A store of another schema version is refused with what to do: upgrade kubebench (newer store)
+    or run ``kubebench db upgrade`` (older store).
+    """
+    store = Store(make_engine(url))
+    ensure_current(store.engine)
     return store
-
-
-def _engine_options(backend: str) -> dict:
-    if backend == "sqlite":
-        return {"connect_args": {"timeout": 30}}
-    return {"pool_pre_ping": True}
-
-
-def _sqlite_pragmas(dbapi_connection, _record) -> None:
-    # WAL lets readers work while a runner writes; with WAL, synchronous=NORMAL stays consistent
-    # after a crash and saves an fsync per commit; foreign keys make deletes cascade.
-    cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute("PRAGMA busy_timeout=30000")
-    cursor.close()
-
-
-def _ensure_schema(store: Store) -> None:
-    with store._tx("open the store") as conn:
-        schema.metadata.create_all(conn)
-        row = conn.execute(select(schema.meta.c.value).where(schema.meta.c.key == "schema_version")).first()
-        if row is None:
-            conn.execute(insert(schema.meta).values(key="schema_version", value=str(schema.SCHEMA_VERSION)))
-            return
-    version = int(row.value)
-    if version > schema.SCHEMA_VERSION:
-        raise StoreError(
-            f"the store {store.engine.url!r} has schema version {version}, newer than this kubebench "
-            f"understands ({schema.SCHEMA_VERSION}); upgrade kubebench"
-        )

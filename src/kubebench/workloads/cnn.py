@@ -1,200 +1,182 @@
-"""Synthetic-data CNN training benchmark, in the spirit of tf_cnn_benchmarks.
+"""CNN training (or inference) throughput benchmark, in the spirit of tf_cnn_benchmarks.
 
-Run as ``python -m kubebench.workloads.cnn [--batch-size N] [--steps N] ...``. With ``WORLD_SIZE`` > 1
-it joins a ``torch.distributed`` group from the environment a launcher (Kubeflow's PyTorchJob
-operator, kubebench's local backend) sets: ``MASTER_ADDR``, ``MASTER_PORT``, ``RANK``, ``WORLD_SIZE``.
+Run as ``python -m kubebench.workloads.cnn [--model small|resnet18|resnet50] [--batch-size N] …``.
+With ``WORLD_SIZE`` > 1 it joins a ``torch.distributed`` group from the environment a PyTorchJob or
+TrainJob gives it (DDP over gloo on CPU, NCCL on GPU); started by ``mpirun`` with several ranks (an
+MPIJob), it averages gradients over MPI with mpi4py instead.
 
-Rank 0 prints ``images/sec: <global rate>`` and a ``KUBEBENCH_METRIC`` line with ``images_per_sec``,
-``step_time_p50`` and ``step_time_p90`` (seconds, measured steps only), and writes every step's time
-to ``$KUBEBENCH_EXP_OUTPUT_PATH/step_times.json`` when that variable is set.
+Rank 0 prints ``images/sec: <global rate>`` (summed over replicas) and a ``KUBEBENCH_METRIC`` line
+with ``images_per_sec``, ``step_time_p50/p90/p99`` (seconds, measured steps only) and
+``peak_memory_bytes`` (largest over replicas: CUDA allocations, or the process's peak RSS on CPU),
+and writes every step's time, warm-up included, to ``$KUBEBENCH_EXP_OUTPUT_PATH/step_times.json``.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import math
-import os
 import sys
 import time
-from datetime import timedelta
-from pathlib import Path
+from collections.abc import Callable
 
 import torch
-import torch.distributed as dist
 from torch import nn
 
-import kubebench
+from . import data as datasets
+from .distributed import MODES, Group, MpiGradients, setup
+from .measure import peak_rss_bytes, print_header, report_throughput, write_step_times
+from .models import AMP_MODES, MODELS, autocast, build_model, compiled, prepare
+from .options import non_negative, positive, positive_float
 
-# Rendezvous and collective timeout: a hung peer fails the run instead of holding it for 30 minutes.
-_INIT_TIMEOUT_S = 600
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
-    return value
-
-
-def _non_negative(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be zero or a positive integer, got {text}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
-    return value
+Batch = tuple[torch.Tensor, torch.Tensor]
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """Parse and validate the command line; argparse exits with status 2 and one line on error."""
     p = argparse.ArgumentParser(prog="python -m kubebench.workloads.cnn", description=__doc__.splitlines()[0])
-    p.add_argument("--batch-size", type=_positive, default=32, help="images per step per replica")
-    p.add_argument("--steps", type=_positive, default=20, help="measured training steps")
-    p.add_argument("--warmup-steps", type=_non_negative, default=5, help="untimed steps before measuring")
-    p.add_argument("--image-size", type=_positive, default=32, help="height and width of the images")
-    p.add_argument("--channels", type=_positive, default=3, help="input image channels")
-    p.add_argument("--num-classes", type=_positive, default=10)
-    p.add_argument("--width", type=_positive, default=16, help="channels of the first conv block")
-    p.add_argument("--lr", type=_positive_float, default=0.01, help="SGD learning rate")
+    p.add_argument("--model", choices=MODELS, default="small")
+    p.add_argument("--batch-size", type=positive, default=32, help="images per step per replica")
+    p.add_argument("--steps", type=positive, default=20, help="measured steps")
+    p.add_argument("--warmup-steps", type=non_negative, default=5, help="steps run before measuring (not reported)")
+    p.add_argument("--data", default=datasets.SYNTHETIC,
+                   help="'synthetic', or a dataset folder (absolute or under $KUBEBENCH_DATA_ROOT)")
+    p.add_argument("--image-size", type=positive, default=32, help="height and width of synthetic images")
+    p.add_argument("--channels", type=positive, default=3, help="input image channels")
+    p.add_argument("--num-classes", type=positive, default=10)
+    p.add_argument("--width", type=positive, default=16, help="channels of the small CNN's first block")
+    p.add_argument("--lr", type=positive_float, default=0.01, help="SGD learning rate")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--channels-last", action="store_true", help="NHWC memory layout")
+    p.add_argument("--amp", choices=AMP_MODES, default="none", help="automatic mixed precision")
+    p.add_argument("--compile", action="store_true", help="torch.compile the model (compiles during warm-up)")
+    p.add_argument("--forward-only", action="store_true", help="inference: forward passes only, no training")
+    p.add_argument("--dist", choices=MODES, default="auto", help="how replicas communicate (auto: from the launcher)")
+    p.add_argument("--threads", type=non_negative, default=0, help="CPU threads (0: the CPUs / local replicas)")
     return p.parse_args(argv)
 
 
-def build_model(channels: int, width: int, num_classes: int) -> nn.Module:
-    """Three conv+BN+ReLU blocks (the last two halve the resolution), global pool, linear head."""
+def input_batches(args: argparse.Namespace, group: Group, memory_format: torch.memory_format) -> Callable[[int], Batch]:
+    """``batch(step)`` for this replica: one fixed synthetic batch, or its shard of a dataset on disk."""
+    if args.data == datasets.SYNTHETIC:
+        gen = torch.Generator().manual_seed(args.seed + group.rank)  # each replica sees different data
+        images = torch.randn(args.batch_size, args.channels, args.image_size, args.image_size, generator=gen)
+        labels = torch.randint(0, args.num_classes, (args.batch_size,), generator=gen)
+        fixed = (images.to(group.device, memory_format=memory_format), labels.to(group.device))
+        return lambda _step: fixed
+    shard = datasets.open_split(datasets.resolve(args.data), "train", args.batch_size, group.rank, group.world_size)
 
-    def block(cin: int, cout: int, stride: int) -> list[nn.Module]:
-        return [nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True)]
+    def batch(step: int) -> Batch:
+        # Loading and converting is part of the step, as in a real input pipeline.
+        pixels, labels = shard.batch(step)
+        images = torch.from_numpy(pixels).to(group.device).permute(0, 3, 1, 2).float().mul_(2 / 255).sub_(1)
+        return images.contiguous(memory_format=memory_format), torch.from_numpy(labels).to(group.device)
 
-    return nn.Sequential(
-        *block(channels, width, 1),
-        *block(width, 2 * width, 2),
-        *block(2 * width, 4 * width, 2),
-        nn.AdaptiveAvgPool2d(1),
-        nn.Flatten(),
-        nn.Linear(4 * width, num_classes),
-    )
-
-
-def available_cpus() -> int:
-    """CPUs this process may use: its affinity mask, capped by a cgroup v2 quota (a pod's CPU limit)."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    try:
-        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()
-        if quota != "max":
-            cpus = min(cpus, max(1, int(quota) // int(period)))
-    except (OSError, ValueError):
-        pass  # no cgroup v2 limit visible: the affinity mask is all we know
-    return cpus
+    return batch
 
 
-def setup_distributed() -> tuple[int, int, torch.device]:
-    """Join the process group when WORLD_SIZE > 1; return (rank, world size, device)."""
-    world_size = int(os.environ.get("WORLD_SIZE", "1"))
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    cuda = torch.cuda.is_available()
-    device = torch.device("cuda", local_rank % torch.cuda.device_count()) if cuda else torch.device("cpu")
-    if cuda:
-        torch.cuda.set_device(device)
-    else:
-        # Replicas sharing a machine would otherwise each start one thread per core and thrash;
-        # without LOCAL_WORLD_SIZE, assume the worst case: all replicas on this machine.
-        local_world = int(os.environ.get("LOCAL_WORLD_SIZE", world_size))
-        torch.set_num_threads(max(1, available_cpus() // max(1, local_world)))
-    if world_size <= 1:
-        return 0, 1, device
-    missing = [v for v in ("MASTER_ADDR", "MASTER_PORT", "RANK") if v not in os.environ]
-    if missing:
-        sys.exit(f"cnn: WORLD_SIZE={world_size} but {', '.join(missing)} not set in the environment")
-    dist.init_process_group("nccl" if cuda else "gloo", timeout=timedelta(seconds=_INIT_TIMEOUT_S))
-    return dist.get_rank(), dist.get_world_size(), device
+def make_step(args: argparse.Namespace, model: nn.Module, group: Group) -> Callable[[Batch], None]:
+    """One training step (forward, backward, gradient exchange, SGD update) or one forward pass."""
+    amp = autocast(group.device, args.amp)
+    if args.forward_only:
+        model.eval()
 
+        def infer(batch: Batch) -> None:
+            with torch.inference_mode(), amp():
+                model(batch[0])
 
-def train(args: argparse.Namespace, model: nn.Module, device: torch.device, rank: int) -> list[float]:
-    """Run warm-up plus measured SGD steps on one fixed synthetic batch; return every step's seconds."""
-    gen = torch.Generator().manual_seed(args.seed + rank)  # each replica sees different data
-    images = torch.randn(args.batch_size, args.channels, args.image_size, args.image_size, generator=gen)
-    labels = torch.randint(0, args.num_classes, (args.batch_size,), generator=gen)
-    images, labels = images.to(device), labels.to(device)
+        return infer
+    model.train()
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
-    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    model.train()
-    times = []
-    for _ in range(args.warmup_steps + args.steps):
-        start = time.perf_counter()
+    mpi = MpiGradients(model, group.comm) if group.mode == "mpi" else None
+    # fp16 gradients underflow without loss scaling; bf16 has fp32's range and needs none.
+    scaler = torch.amp.GradScaler(group.device.type) if args.amp == "fp16" else None
+
+    def train(batch: Batch) -> None:
         optimizer.zero_grad(set_to_none=True)
-        loss_fn(model(images), labels).backward()
-        optimizer.step()
+        with amp():
+            loss = loss_fn(model(batch[0]), batch[1])
+        if scaler is None:
+            loss.backward()
+            if mpi:
+                mpi.average()
+            optimizer.step()
+        else:
+            scaler.scale(loss).backward()
+            if mpi:
+                mpi.average()
+            scaler.step(optimizer)
+            scaler.update()
+
+    return train
+
+
+def timed_steps(step: Callable[[Batch], None], batches: Callable[[int], Batch], count: int,
+                device: torch.device) -> list[float]:
+    """Run ``count`` steps; return each one's seconds (input loading included)."""
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    times = []
+    for i in range(count):
+        start = time.perf_counter()
+        step(batches(i))
         sync()  # CUDA runs asynchronously: without this we would time the launch, not the step
         times.append(time.perf_counter() - start)
     return times
 
 
-def percentile(values: list[float], q: float) -> float:
-    """Linearly interpolated q-th percentile (0..100) of a non-empty list."""
-    ordered = sorted(values)
-    pos = (len(ordered) - 1) * q / 100.0
-    low = math.floor(pos)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+def build(args: argparse.Namespace, group: Group, memory_format: torch.memory_format) -> nn.Module:
+    """The model on its device, wrapped for DDP when training under torch.distributed, then compiled."""
+    model = prepare(build_model(args.model, args.channels, args.num_classes, args.width), group.device, args.channels_last)
+    if group.mode == "torch" and not args.forward_only:
+        ids = [group.device.index] if group.device.type == "cuda" else None
+        model = nn.parallel.DistributedDataParallel(model, device_ids=ids)
+    return compiled(model, args.compile)
 
 
-def global_rate(local_rate: float, world_size: int, device: torch.device) -> float:
-    """Sum the replicas' images/sec; a single process just returns its own rate."""
-    if world_size <= 1:
-        return local_rate
-    total = torch.tensor([local_rate], dtype=torch.float64, device=device)
-    dist.all_reduce(total, op=dist.ReduceOp.SUM)
-    return float(total.item())
+def describe(args: argparse.Namespace, group: Group) -> None:
+    """The start-up banner (tf_cnn_benchmarks' field names, which old post-processors look for)."""
+    print(f"cnn: batch_size={args.batch_size} per replica, world_size={group.world_size}, "
+          f"device={group.device}, threads={torch.get_num_threads()}", flush=True)
+    print_header({
+        "Model": args.model,
+        "Dataset": args.data,
+        "Mode": "forward-only" if args.forward_only else "training",
+        "Batch size": f"{args.batch_size * group.world_size} global, {args.batch_size} per device",
+        "Num batches": args.steps,
+        "Data format": "NHWC" if args.channels_last else "NCHW",
+        "Precision": args.amp if args.amp != "none" else "fp32",
+        "Compiled": "yes" if args.compile else "no",
+        "Sync": group.mode,
+    })
 
 
-def write_step_times(args: argparse.Namespace, world_size: int, times: list[float]) -> None:
-    """Save every step's time (warm-up first) for post-processors, when the run has an output folder."""
-    out = os.environ.get("KUBEBENCH_EXP_OUTPUT_PATH")
-    if not out:
-        return
-    Path(out).mkdir(parents=True, exist_ok=True)
-    record = {
-        "warmup_steps": args.warmup_steps,
-        "batch_size": args.batch_size,
-        "world_size": world_size,
-        "items_per_step": args.batch_size * world_size,
-        "step_seconds": times,
-    }
-    (Path(out) / "step_times.json").write_text(json.dumps(record, indent=1) + "\n")
+def peak_memory(device: torch.device) -> int:
+    """Peak bytes of this replica: CUDA allocator peak on a GPU, process peak RSS on CPU."""
+    return torch.cuda.max_memory_allocated(device) if device.type == "cuda" else peak_rss_bytes()
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: parse arguments, train, and report the benchmark's numbers from rank 0."""
+    """Entry point: parse arguments, run the steps, and report the benchmark's numbers from rank 0."""
     args = parse_args(argv)
-    torch.manual_seed(args.seed)  # same initial weights everywhere (DDP broadcasts rank 0's anyway)
-    rank, world_size, device = setup_distributed()
+    torch.manual_seed(args.seed)  # same initial weights everywhere (DDP and MPI broadcast rank 0's anyway)
+    group = setup(args.dist, args.threads)
     try:
-        model = build_model(args.channels, args.width, args.num_classes).to(device)
-        if world_size > 1:
-            ids = [device.index] if device.type == "cuda" else None
-            model = nn.parallel.DistributedDataParallel(model, device_ids=ids)
-        if rank == 0:
-            print(f"cnn: batch_size={args.batch_size} per replica, world_size={world_size}, "
-                  f"device={device}, threads={torch.get_num_threads()}", flush=True)
-        times = train(args, model, device, rank)
+        memory_format = torch.channels_last if args.channels_last else torch.contiguous_format
+        model = build(args, group, memory_format)
+        try:
+            batches = input_batches(args, group, memory_format)
+        except (OSError, ValueError) as e:
+            sys.exit(f"cnn: {e}")  # a missing or malformed dataset: one line, not a traceback
+        if group.rank == 0:
+            describe(args, group)
+        times = timed_steps(make_step(args, model, group), batches, args.warmup_steps + args.steps, group.device)
         measured = times[args.warmup_steps:]
-        rate = global_rate(args.batch_size * len(measured) / sum(measured), world_size, device)
-        if rank == 0:
-            print(f"images/sec: {rate:.1f}", flush=True)
-            kubebench.report(images_per_sec=rate, step_time_p50=percentile(measured, 50),
-                             step_time_p90=percentile(measured, 90))
-            write_step_times(args, world_size, times)
+        rate = group.allreduce(args.batch_size * len(measured) / sum(measured))
+        peak = group.allreduce(float(peak_memory(group.device)), op="max")
+        if group.rank == 0:
+            report_throughput(rate, measured, {"peak_memory_bytes": peak})
+            write_step_times(args.warmup_steps, args.batch_size, group.world_size, times)
     finally:
-        if dist.is_initialized():
-            dist.destroy_process_group()
+        group.close()
 
 
 if __name__ == "__main__":

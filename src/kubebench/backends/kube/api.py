@@ -1,0 +1,238 @@
+"""The Kubernetes API as kubebench uses it, through the official ``kubernetes`` client.
+
+Every call is retried on transient failures (HTTP 429 and 5xx, dropped or refused connections)
+with exponential backoff and jitter, honouring ``Retry-After``; any other failure becomes a
+:class:`~kubebench.errors.BackendError` naming the call, the object and the HTTP status. The
+client is imported here only when a connection is made, so that loading a spec stays fast.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
+
+from ...errors import BackendError, SpecError
+
+if TYPE_CHECKING:
+    from .config import KubernetesConfig
+
+T = TypeVar("T")
+RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+BACKOFF_FIRST, BACKOFF_MAX = 0.1, 5.0
+#: Seconds a watch request stays open before the server ends it and it is opened again.
+WATCH_SECONDS = 240
+SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+
+@dataclass(frozen=True)
+class Resource:
+    """Where objects of one kind live in the API."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+
+    @property
+    def api_version(self) -> str:
+        """``group/version``, or ``version`` for the core group."""
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+
+PODS = Resource("", "v1", "pods", "Pod")
+
+
+def resource_of(manifest: dict[str, Any]) -> Resource:
+    """The API resource of a manifest (``PyTorchJob`` of ``kubeflow.org/v1`` → ``pytorchjobs``)."""
+    api_version, kind = str(manifest.get("apiVersion", "")), str(manifest.get("kind", ""))
+    group, _, version = api_version.rpartition("/")
+    if kind == "Process" or not group or not version:
+        raise SpecError(f"job kind {kind!r} ({api_version or 'no apiVersion'}) cannot run on Kubernetes; "
+                        "use PyTorchJob, TFJob, MPIJob, TrainJob or Job")
+    # Every kind kubebench runs has the regular plural (pytorchjobs, tfjobs, mpijobs, trainjobs, jobs).
+    return Resource(group, version, kind.lower() + "s", kind)
+
+
+class Api:
+    """A configured API client: the few calls kubebench makes, each retried and its errors explained."""
+
+    def __init__(self, config: KubernetesConfig) -> None:
+        from kubernetes import client
+
+        self.config = config
+        self.client = _api_client(config)
+        self.host = self.client.configuration.host
+        self.custom = client.CustomObjectsApi(self.client)
+        self.core = client.CoreV1Api(self.client)
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self.client.close()
+
+    def create(self, res: Resource, namespace: str, body: dict) -> dict | None:
+        """Create an object; None if its name is taken (HTTP 409)."""
+        what = f"create {res.kind} {namespace}/{body['metadata']['name']}"
+        return self.call(what, lambda timeout: self.custom.create_namespaced_custom_object(
+            res.group, res.version, namespace, res.plural, body, _request_timeout=timeout), expect=(409,))
+
+    def get(self, res: Resource, namespace: str, name: str) -> dict | None:
+        """Read an object; None if there is none."""
+        return self.call(f"read {res.kind} {namespace}/{name}", lambda timeout: self.custom.get_namespaced_custom_object(
+            res.group, res.version, namespace, res.plural, name, _request_timeout=timeout), expect=(404,))
+
+    def delete(self, res: Resource, namespace: str, name: str, propagation: str) -> bool:
+        """Delete an object and, by ``propagation``, its pods; False if it was already gone."""
+        done = self.call(f"delete {res.kind} {namespace}/{name}", lambda timeout: self.custom.delete_namespaced_custom_object(
+            res.group, res.version, namespace, res.plural, name, propagation_policy=propagation,
+            _request_timeout=timeout), expect=(404,))
+        return done is not None
+
+    def list(self, res: Resource, namespace: str, selector: str) -> dict:
+        """List objects matching a label selector (the raw ``…List`` object)."""
+        def fetch(timeout: float) -> dict:
+            response = self._collection(res, namespace, selector, _request_timeout=timeout)
+            with closing_on_error(response):
+                return json.loads(response.data)
+
+        return self.call(f"list {res.plural} in {namespace} ({selector})", fetch)
+
+    def watch(self, res: Resource, namespace: str, selector: str, resource_version: str) -> Any:
+        """Open a watch from ``resource_version``: a streaming response of JSON lines (one event each)."""
+        return self.call(f"watch {res.plural} in {namespace} ({selector})", lambda timeout: self._collection(
+            res, namespace, selector, watch=True, resource_version=resource_version, allow_watch_bookmarks=True,
+            timeout_seconds=WATCH_SECONDS, _request_timeout=(timeout, WATCH_SECONDS + timeout)))
+
+    def copy_log(self, namespace: str, pod: str, container: str, dest: Path) -> bool:
+        """Copy a container's log into ``dest``; False if it has none (not started, or gone)."""
+        def fetch(timeout: float) -> bool:
+            response = self.core.read_namespaced_pod_log(
+                pod, namespace, container=container, _preload_content=False, _request_timeout=timeout)
+            with closing_on_error(response), open(dest, "wb") as f:
+                for chunk in response.stream(1 << 16):
+                    f.write(chunk)
+            return True
+
+        return bool(self.call(f"read the log of pod {namespace}/{pod}", fetch, expect=(400, 404)))
+
+    def _collection(self, res: Resource, namespace: str, selector: str, **kwargs: Any) -> Any:
+        if res == PODS:
+            return self.core.list_namespaced_pod(namespace, label_selector=selector, _preload_content=False, **kwargs)
+        return self.custom.list_namespaced_custom_object(
+            res.group, res.version, namespace, res.plural, label_selector=selector, _preload_content=False, **kwargs)
+
+    def call(self, what: str, fn: Callable[[float], T], expect: tuple[int, ...] = ()) -> T | None:
+        """``fn(timeout)``, retried on transient failures; None when it answers a status in ``expect``."""
+        from kubernetes.client.exceptions import ApiException
+        from urllib3.exceptions import HTTPError
+
+        attempts = self.config.api_retries
+        for attempt in range(1, attempts + 1):
+            try:
+                return fn(self.config.request_timeout)
+            except ApiException as e:
+                if e.status in expect:
+                    return None
+                if e.status not in RETRY_STATUS or attempt == attempts:
+                    raise api_error(what, e) from e
+                delay = _retry_after(e) or backoff(attempt)
+            except (HTTPError, OSError) as e:
+                if attempt == attempts:
+                    raise BackendError(f"{what}: cannot reach the API server at {self.host}: {e}") from e
+                delay = backoff(attempt)
+            time.sleep(delay)
+        raise AssertionError("unreachable")
+
+
+def backoff(attempt: int) -> float:
+    """Seconds before retry ``attempt`` (1, 2, …): exponential, capped, with jitter."""
+    return min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
+
+
+def _retry_after(e: Any) -> float | None:
+    try:
+        return min(30.0, float((e.headers or {}).get("Retry-After")))
+    except (TypeError, ValueError):
+        return None
+
+
+def api_error(what: str, e: Any) -> BackendError:
+    """A BackendError for a failed call: the call and object, the HTTP status and the server's message."""
+    message = ""
+    try:
+        message = json.loads(e.body or "{}").get("message", "")
+    except (ValueError, AttributeError):
+        message = str(e.body or "")[:300]
+    error = BackendError(f"{what}: HTTP {e.status} {e.reason}" + (f": {message}" if message else ""))
+    error.http_status = e.status  # type: ignore[attr-defined]  # lets a watch tell lasting from passing failures
+    return error
+
+
+def current_namespace(config: KubernetesConfig) -> str:
+    """The configured namespace, else the pod's own (in a cluster), else the kubeconfig context's, else default."""
+    if config.namespace:
+        return config.namespace
+    if not config.kubeconfig and "KUBERNETES_SERVICE_HOST" in os.environ and SERVICE_ACCOUNT_NAMESPACE.is_file():
+        return SERVICE_ACCOUNT_NAMESPACE.read_text().strip() or "default"
+    from kubernetes import config as kube_config
+
+    try:
+        contexts, active = kube_config.list_kube_config_contexts(config_file=_kubeconfig_path(config))
+    except (kube_config.ConfigException, OSError, ValueError, TypeError):
+        return "default"
+    chosen = next((c for c in contexts if c.get("name") == config.context), None) if config.context else active
+    return ((chosen or {}).get("context") or {}).get("namespace") or "default"
+
+
+def _kubeconfig_path(config: KubernetesConfig) -> str:
+    # $KUBECONFIG is read now: the client reads it once, when it is first imported.
+    return os.path.expanduser(config.kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config")
+
+
+def _api_client(config: KubernetesConfig) -> Any:
+    from kubernetes import client
+    from kubernetes import config as kube_config
+
+    configuration = client.Configuration()
+    try:
+        if config.kubeconfig or "KUBERNETES_SERVICE_HOST" not in os.environ:
+            kube_config.load_kube_config(config_file=_kubeconfig_path(config), context=config.context,
+                                         client_configuration=configuration)
+        else:
+            kube_config.load_incluster_config(client_configuration=configuration)
+    except (kube_config.ConfigException, OSError, ValueError, TypeError) as e:
+        raise BackendError(f"cannot configure the Kubernetes client: {e}") from e
+    configuration.retries = False  # kubebench retries itself, with backoff, and counts the attempts
+    configuration.connection_pool_maxsize = 128  # one per run in flight, plus the watches
+    return client.ApiClient(configuration)
+
+
+@contextlib.contextmanager
+def closing_on_error(response: Any) -> Iterator[Any]:
+    """Give a streamed response's connection back to the pool once read to the end, or close it
+    when reading stopped half-way (a half-read connection must not serve another request)."""
+    try:
+        yield response
+    except BaseException:
+        response.close()
+        raise
+    finally:
+        response.release_conn()
+
+
+def json_lines(response: Any) -> Iterator[dict]:
+    """The events of a watch response, one JSON object per line, as they arrive."""
+    pending = b""
+    for chunk in response.stream(1 << 16):
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            if line.strip():
+                yield json.loads(line)
+    if pending.strip():
+        yield json.loads(pending)

@@ -1,0 +1,56 @@
+"""Options of ``backend: {kind: kubernetes, …}`` (kept free of the ``kubernetes`` client's import)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from ...spec.base import Model, PluginConfig, parse_duration
+
+_DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+
+
+class StorageConfig(Model):
+    """The shared storage: a PersistentVolumeClaim mounted into every replica of every job."""
+
+    #: Name of the PersistentVolumeClaim (ReadWriteMany where replicas run on several nodes).
+    claim: str = Field("kubebench", pattern=_DNS_LABEL, max_length=253)
+    #: Where the claim is mounted inside the pods; the experiments are in its ``experiments/``.
+    mount_path: str = Field("/kubebench", pattern=r"^/")
+    #: Where kubebench itself sees the claim's root; default: ``$KUBEBENCH_HOME`` (the same claim
+    #: mounted into the kubebench pod, or a local mount of it).
+    local_path: str | None = None
+    #: Name of the volume in the pod specs.
+    volume: str = Field("kubebench-storage", pattern=_DNS_LABEL, max_length=63)
+
+
+class KubernetesConfig(PluginConfig):
+    """Options of ``backend: {kind: kubernetes}``."""
+
+    kind: Literal["kubernetes"] = "kubernetes"
+    #: Namespace of the jobs; unset: the pod's own inside a cluster, else the kubeconfig context's.
+    namespace: str | None = Field(None, pattern=_DNS_LABEL, max_length=63)
+    #: ServiceAccount of the job's pods (unset: the namespace's default, or what a template sets).
+    service_account: str | None = None
+    storage: StorageConfig = Field(default_factory=StorageConfig)
+    #: Kubeconfig file and context; unset: in-cluster config inside a pod, else $KUBECONFIG / ~/.kube/config.
+    kubeconfig: str | None = None
+    context: str | None = None
+    #: Kueue LocalQueue: sets the ``kueue.x-k8s.io/queue-name`` label on every job.
+    queue: str | None = None
+    #: Keep finished jobs (and their pods) instead of deleting them once their logs are copied.
+    keep_jobs: bool = False
+    #: How long a pod may stay unschedulable or unable to start its container before the run fails.
+    unschedulable_grace: float = 120.0
+    #: How dependents (pods) go when kubebench deletes a job.
+    propagation: Literal["Foreground", "Background"] = "Background"
+    #: Attempts of an API call that fails transiently (429, 5xx, connection reset), with backoff.
+    api_retries: int = Field(8, ge=1, le=50)
+    #: Seconds one API request may take.
+    request_timeout: float = Field(30.0, gt=0)
+
+    @field_validator("unschedulable_grace", mode="before")
+    @classmethod
+    def _duration(cls, value: object) -> float:
+        return parse_duration(value)

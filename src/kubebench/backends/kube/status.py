@@ -1,0 +1,103 @@
+"""Reading job and pod objects (pure): has the job ended, which replica failed, which pod is stuck."""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: Condition types that end a job, per API: Kubeflow v1 and mpi-operator use Succeeded/Failed,
+#: batch/v1 Jobs and Kubeflow Trainer's TrainJobs use Complete/Failed.
+_SUCCEEDED = ("Succeeded", "Complete")
+_FAILED = ("Failed",)
+#: Container waiting reasons that do not mend by themselves.
+STUCK_REASONS = frozenset({
+    "ImagePullBackOff", "ErrImagePull", "InvalidImageName", "ErrImageNeverPull",
+    "CrashLoopBackOff", "CreateContainerConfigError", "CreateContainerError", "RunContainerError",
+})
+_MESSAGE_CHARS = 300
+
+
+def job_phase(obj: dict[str, Any]) -> tuple[str, str]:
+    """``("running"|"succeeded"|"failed", reason)`` from the job's status conditions."""
+    conditions = [c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("status") == "True"]
+    for condition in conditions:
+        if condition.get("type") in _FAILED:
+            return "failed", _describe(condition)
+    for condition in conditions:
+        if condition.get("type") in _SUCCEEDED:
+            return "succeeded", ""
+    return "running", ""
+
+
+def _describe(condition: dict[str, Any]) -> str:
+    reason, message = condition.get("reason") or "Failed", (condition.get("message") or "").strip()
+    return f"{reason}: {_short(message)}" if message else reason
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _MESSAGE_CHARS else text[: _MESSAGE_CHARS - 1] + "…"
+
+
+def replica_name(pod: dict[str, Any]) -> str:
+    """``<replica-type>-<index>`` of a pod, from the labels its operator gives it (as the local backend names it)."""
+    meta = pod.get("metadata") or {}
+    labels, notes = meta.get("labels") or {}, meta.get("annotations") or {}
+    rtype = (labels.get("training.kubeflow.org/replica-type") or labels.get("training.kubeflow.org/job-role")
+             or labels.get("jobset.sigs.k8s.io/replicatedjob-name") or "worker")
+    index = (labels.get("training.kubeflow.org/replica-index")
+             or labels.get("batch.kubernetes.io/job-completion-index")
+             or notes.get("batch.kubernetes.io/job-completion-index") or "0")
+    return f"{rtype.lower()}-{index}"
+
+
+def rank(pod: dict[str, Any]) -> tuple[int, int, str]:
+    """Sort key putting pods in rank order (master or launcher first, then workers by index)."""
+    rtype, _, index = replica_name(pod).rpartition("-")
+    order = ("master", "chief", "launcher", "node", "worker", "ps", "evaluator")
+    return (order.index(rtype) if rtype in order else len(order), int(index) if index.isdigit() else 0, rtype)
+
+
+def started(pod: dict[str, Any]) -> bool:
+    """Whether a container of the pod ever ran (so that it has a log)."""
+    for status in _container_statuses(pod):
+        state = status.get("state") or {}
+        if "running" in state or "terminated" in state or status.get("lastState", {}).get("terminated"):
+            return True
+    return False
+
+
+def exit_code(pod: dict[str, Any]) -> int | None:
+    """The exit code of the pod's first container that ended with one other than 0."""
+    for status in _container_statuses(pod):
+        terminated = (status.get("state") or {}).get("terminated") or {}
+        if terminated.get("exitCode"):
+            return int(terminated["exitCode"])
+    return None
+
+
+def problem(pod: dict[str, Any]) -> tuple[str, str] | None:
+    """``(reason, message)`` if the pod cannot be scheduled or cannot start a container."""
+    status = pod.get("status") or {}
+    for condition in status.get("conditions") or []:
+        if condition.get("type") == "PodScheduled" and condition.get("status") == "False" \
+                and condition.get("reason") == "Unschedulable":
+            return "Unschedulable", _short(condition.get("message") or "")
+    for container in _container_statuses(pod):
+        waiting = (container.get("state") or {}).get("waiting") or {}
+        if waiting.get("reason") in STUCK_REASONS:
+            return waiting["reason"], _short(waiting.get("message") or "")
+    return None
+
+
+def failure_reason(job_reason: str, pods: list[dict[str, Any]]) -> tuple[str, int | None]:
+    """Why a failed job failed: the first failed replica and its exit code, then the job's reason."""
+    for pod in sorted(pods, key=rank):
+        code = exit_code(pod)
+        if code is not None:
+            return f"{replica_name(pod)} exited with code {code}; job failed: {job_reason}", code
+    return f"job failed: {job_reason}", None
+
+
+def _container_statuses(pod: dict[str, Any]) -> list[dict[str, Any]]:
+    status = pod.get("status") or {}
+    return (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or [])

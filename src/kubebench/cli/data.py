@@ -1,0 +1,82 @@
+"""``kubebench outputs`` and ``delete``: the runs' folders in shared storage, and retention."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from . import StoreOpt, app, expected_errors, make_console
+
+
+@app.command()
+@expected_errors
+def outputs(
+    run_id: Annotated[str, typer.Argument(help="Run id (see `kubebench results ID`).", show_default=False)],
+    path: Annotated[Optional[str], typer.Argument(help="A file to print, or a folder to list (e.g. output/master-0.log).")] = None,
+    store: StoreOpt = None,
+) -> None:
+    """List a run's files in shared storage (config, output, result), or print one of them."""
+    from ..errors import NotFoundError
+    from ..settings import settings
+    from ..storage import Storage
+    from ..store.store import open_store
+
+    run = open_store(settings(store).store_url).run(run_id)
+    if not run.path:
+        raise NotFoundError(f"run {run_id!r} has not started yet ({run.status}): it has no files")
+    folder = Storage(run.path)
+    if path and folder.is_file(path):
+        sys.stdout.buffer.write(folder.read(path))
+        sys.stdout.flush()
+        return
+    files = folder.files(path or "")
+    if not files:
+        where = f"{path!r} in " if path else ""
+        raise NotFoundError(f"no files at {where}{folder.url} (list them with `kubebench outputs {run_id}`)")
+    for name, size in files:
+        sys.stdout.write(f"{size:>12}  {name}\n")
+
+
+@app.command()
+@expected_errors
+def delete(
+    experiment_id: Annotated[str, typer.Argument(help="Experiment id.", show_default=False)],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    store: StoreOpt = None,
+) -> None:
+    """Delete an experiment: its rows in the store and its runs' folders in storage."""
+    from ..settings import settings
+    from ..storage import Storage
+    from ..store.store import open_store
+
+    config = settings(store)
+    db = open_store(config.store_url)
+    record = db.experiment(experiment_id)
+    folders = experiment_folders(db.run_folders(experiment_id), experiment_id)
+    scratch = config.experiments_root / experiment_id
+    if scratch.exists() and str(scratch) not in folders:
+        folders.append(str(scratch))
+    runs = sum(record.runs_by_status.values())
+    where = ", ".join(folders) or "no folders"
+    if not yes:
+        typer.confirm(f"Delete experiment {experiment_id} ({runs} runs) from the store, and {where}?", abort=True)
+    for folder in folders:
+        Storage(folder).remove()
+    deleted = db.delete_experiment(experiment_id)
+    make_console().print(f"deleted experiment {experiment_id}: {deleted} runs, {where}", markup=False)
+
+
+def experiment_folders(run_folders: list[str], experiment_id: str) -> list[str]:
+    """The experiment folders that hold these run folders (``…/<experiment-id>/<run-id>``).
+
+    A run folder whose parent is not named after the experiment is left alone: deleting whatever
+    a store row points at would be unsafe.
+    """
+    folders: dict[str, None] = {}
+    for run_folder in run_folders:
+        parent = run_folder.rstrip("/").rsplit("/", 1)[0]
+        if parent.rsplit("/", 1)[-1] == experiment_id:
+            folders[parent] = None
+    return list(folders)

@@ -1,0 +1,91 @@
+"""Telemetry of one run, for the runner: started after submit, stopped when the job ends, then stored.
+
+Local runs (the handle holds the replicas' processes) are sampled by a :class:`~.sampler.Sampler`;
+Kubernetes runs (the handle names a namespace) are read from Prometheus over the run's window when
+``telemetry.prometheus_url`` is given. Telemetry never fails a run: a problem is a warning in its info.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from ..errors import KubebenchError
+from .config import TelemetryConfig
+from .live import LIVE
+from .sampler import Sample, Sampler
+
+if TYPE_CHECKING:
+    from ..store.records import RunResult
+    from ..store.store import Store
+
+WARNING_KEY = "telemetry_warning"
+
+
+class RunTelemetry:
+    """One run's telemetry: ``start(handle)`` → ``stop()`` → ``record(store, result)``."""
+
+    def __init__(self, config: TelemetryConfig, experiment_id: str, run_id: str) -> None:
+        self.config = config
+        self.experiment_id = experiment_id
+        self.run_id = run_id
+        self.started = self.ended = 0.0
+        self._handle: Any = None
+        self._sampler: Sampler | None = None
+        self._samples: list[Sample] = []
+        self._warning = ""
+
+    def start(self, handle: Any) -> None:
+        """Begin the run's window; sample a local job's processes from now on."""
+        self.started, self._handle = time.time(), handle
+        processes = getattr(handle, "processes", None)
+        if not self.config.enabled or processes is None:
+            return
+        try:
+            pids = [process.pid for _, process in processes]
+            self._sampler = Sampler(pids, self.config.interval, self.config.gpu, self._live).start()
+        except Exception as e:  # psutil refusing /proc, a thread that cannot start: the run goes on
+            self._warning = f"telemetry sampler did not start: {e}"
+
+    def _live(self, values: dict[str, float]) -> None:
+        LIVE.update(self.experiment_id, self.run_id, values)
+
+    def stop(self) -> None:
+        """End the run's window and the sampling (safe to call twice)."""
+        if not self.ended:
+            self.ended = time.time()
+        sampler, self._sampler = self._sampler, None
+        if sampler is not None:
+            self._samples = sampler.stop()
+            self._warning = self._warning or sampler.error
+            LIVE.clear(self.run_id)
+
+    def record(self, store: Store, result: RunResult) -> RunResult:
+        """Store the run's series and return ``result`` with their summaries among its metrics.
+
+        Summaries go to succeeded runs only, and never replace a metric the workload reported.
+        """
+        from .summary import summarize
+
+        self.stop()
+        samples = self._samples or self._from_prometheus()
+        if samples:
+            store.add_telemetry(self.run_id, samples)
+        update: dict[str, Any] = {}
+        if samples and result.status == "succeeded":
+            update["metrics"] = {**summarize(samples), **result.metrics}
+        if self._warning:
+            update["info"] = {**result.info, WARNING_KEY: self._warning}
+        return result.model_copy(update=update) if update else result
+
+    def _from_prometheus(self) -> list[Sample]:
+        namespace = getattr(self._handle, "namespace", None)
+        if not (self.config.enabled and self.config.prometheus_url and namespace and self.started):
+            return []
+        from .promql import Window, pod_telemetry
+
+        try:
+            return pod_telemetry(Window(namespace, self.run_id, self.started, self.ended), self.config)
+        except KubebenchError as e:
+            self._warning = str(e)
+            return []

@@ -1,0 +1,38 @@
+"""The experiments listing as JSON or CSV: what scripts read, and fast for 10,000s of experiments
+(a rich table takes about 2 ms a row to lay out)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+
+from ..store.records import FAILED_STATES, ExperimentRecord
+
+LISTING_FORMAT_VERSION = 1
+COLUMNS = ("id", "name", "backend", "source", "created_at", "updated_at", "runs", "succeeded", "failed")
+
+
+def experiment_row(e: ExperimentRecord) -> dict:
+    """One experiment: ids, origin, times and run counts."""
+    counts = e.runs_by_status
+    return {"id": e.id, "name": e.name, "backend": e.backend, "source": e.source, "created_at": e.created_at,
+            "updated_at": e.updated_at, "runs": sum(counts.values()), "succeeded": counts.get("succeeded", 0),
+            "failed": sum(counts.get(s, 0) for s in FAILED_STATES)}
+
+
+def experiments_json(experiments: Sequence[ExperimentRecord]) -> str:
+    """A JSON list, one experiment per line, each with its run counts by status."""
+    lines = [json.dumps({**experiment_row(e), "runs_by_status": e.runs_by_status,
+                         "format_version": LISTING_FORMAT_VERSION}) for e in experiments]
+    return "[\n" + ",\n".join(lines) + "\n]\n" if lines else "[]\n"
+
+
+def experiments_csv(experiments: Sequence[ExperimentRecord]) -> str:
+    """``id, name, backend, source, created_at, updated_at, runs, succeeded, failed``."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(experiment_row(e) for e in experiments)
+    return out.getvalue()

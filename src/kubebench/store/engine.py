@@ -1,0 +1,102 @@
+"""SQLAlchemy engines for store URLs: SQLite tuned for several runners at once, others as given."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
+
+from ..errors import StoreError
+
+#: How long a writer waits for another one's lock (SQLite) or a server to answer (PostgreSQL).
+BUSY_TIMEOUT_S = 30
+CONNECT_TIMEOUT_S = 10
+_DRIVER_HINTS = {"postgresql": "pip install 'kubebench[postgres]' (psycopg)"}
+
+
+def parse_url(url: str) -> URL:
+    """The SQLAlchemy URL, or a StoreError that names the bad one."""
+    try:
+        return make_url(url)
+    except ArgumentError as e:
+        raise StoreError(f"store URL {url!r} is not a valid SQLAlchemy URL: {e}") from e
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for ``url``; a SQLite file's folder is created, its connections tuned (see below)."""
+    parsed = parse_url(url)
+    backend = parsed.get_backend_name()
+    if backend == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        try:
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise StoreError(f"store URL {url!r}: cannot create the folder of the database: {e}") from e
+    try:
+        engine = create_engine(parsed, **_engine_options(backend, parsed.get_driver_name()))
+    except (NoSuchModuleError, ImportError) as e:
+        hint = _DRIVER_HINTS.get(backend, "install its SQLAlchemy driver")
+        raise StoreError(f"store URL {url!r}: database driver not installed ({hint}): {e}") from e
+    if backend == "sqlite":
+        event.listen(engine, "connect", _sqlite_connect)
+        event.listen(engine, "begin", _sqlite_begin)
+    return engine
+
+
+def writer(engine: Engine) -> Engine:
+    """The same engine, marked so that its transactions take SQLite's write lock at BEGIN."""
+    return engine.execution_options(kubebench_write=True)
+
+
+@contextmanager
+def transaction(engine: Engine, what: str, write: bool = False) -> Iterator[Connection]:
+    """One transaction; a database error becomes a StoreError saying what could not be done."""
+    try:
+        with (writer(engine) if write else engine).begin() as conn:
+            yield conn
+    except SQLAlchemyError as e:
+        raise StoreError(f"store {safe_url(engine)}: cannot {what}: {first_line(e)}") from e
+
+
+def safe_url(engine: Engine) -> str:
+    """The engine's URL for messages, password hidden."""
+    return engine.url.render_as_string(hide_password=True)
+
+
+def first_line(e: Exception) -> str:
+    """The first line of a driver's error message."""
+    text = str(getattr(e, "orig", None) or e)
+    return text.strip().splitlines()[0] if text.strip() else type(e).__name__
+
+
+def _engine_options(backend: str, driver: str) -> dict:
+    if backend == "sqlite":
+        return {"connect_args": {"timeout": BUSY_TIMEOUT_S}}
+    options: dict = {"pool_pre_ping": True}
+    if backend == "postgresql" and driver in ("psycopg", "psycopg2"):
+        options["connect_args"] = {"connect_timeout": CONNECT_TIMEOUT_S}
+    return options
+
+
+def _sqlite_connect(dbapi_connection, _record) -> None:
+    # WAL lets readers work while a runner writes; with WAL, synchronous=NORMAL stays consistent
+    # after a crash and saves an fsync per commit; foreign keys make deletes cascade.
+    # isolation_level=None: SQLAlchemy emits BEGIN itself (_sqlite_begin), so that reads are
+    # consistent and writers queue on the lock instead of failing (sqlite3's own BEGIN is deferred
+    # to the first write, and a deferred transaction that must upgrade to a writer fails at once).
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_S * 1000}")
+    cursor.close()
+
+
+def _sqlite_begin(conn) -> None:
+    # A writer takes the lock at BEGIN IMMEDIATE, where busy_timeout makes it wait its turn.
+    write = conn.get_execution_options().get("kubebench_write", False)
+    conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")

@@ -1,0 +1,1 @@
+"""Throwaway servers for tests and benchmarks: PostgreSQL (Debian's binaries) and S3 (moto) on loopback."""

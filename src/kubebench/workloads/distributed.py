@@ -1,0 +1,144 @@
+"""How a PyTorch workload finds its peers: ``torch.distributed`` from the environment of a PyTorchJob or
+TrainJob (``MASTER_ADDR``, ``MASTER_PORT``, ``RANK``, ``WORLD_SIZE``), or MPI when started by
+``mpirun`` (an MPIJob's launcher), through mpi4py: gradients are averaged Horovod-style, with one
+fused ``MPI_Allreduce`` per step.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from .options import available_cpus
+
+# Rendezvous and collective timeout: a hung peer fails the run instead of holding it for 30 minutes.
+INIT_TIMEOUT_S = 600
+MODES = ("auto", "none", "torch", "mpi")
+# Rank variables of the MPI launchers: Open MPI, then MPICH / Intel MPI (Hydra's PMI).
+_MPI_SIZE = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
+_MPI_LOCAL_SIZE = ("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS")
+_MPI_LOCAL_RANK = ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID")
+
+
+@dataclass
+class Group:
+    """This replica's place in the job: rank, size, device, and the MPI communicator if any."""
+
+    rank: int
+    world_size: int
+    device: torch.device
+    mode: str  # none | torch | mpi
+    comm: Any = None
+
+    def allreduce(self, value: float, op: str = "sum") -> float:
+        """``value`` summed (or maxed) over all replicas; a lone replica returns it unchanged."""
+        if self.mode == "torch":
+            tensor = torch.tensor([value], dtype=torch.float64, device=self.device)
+            dist.all_reduce(tensor, op=dist.ReduceOp.SUM if op == "sum" else dist.ReduceOp.MAX)
+            return float(tensor.item())
+        if self.mode == "mpi":
+            from mpi4py import MPI
+
+            return float(self.comm.allreduce(value, op=MPI.SUM if op == "sum" else MPI.MAX))
+        return value
+
+    def close(self) -> None:
+        """Leave the process group (MPI finalises itself at exit)."""
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def _first(names: tuple[str, ...], default: str) -> str:
+    return next((os.environ[n] for n in names if n in os.environ), default)
+
+
+def detect_mode(mode: str) -> str:
+    """``auto``: torch when a PyTorch launcher set WORLD_SIZE > 1, MPI under mpirun with > 1 rank."""
+    if mode != "auto":
+        return mode
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        return "torch"
+    if int(_first(_MPI_SIZE, "1")) > 1:
+        return "mpi"
+    return "none"
+
+
+def _local_placement(mode: str) -> tuple[int, int]:
+    """(local rank, replicas on this machine)."""
+    if mode == "mpi":
+        size = int(_first(_MPI_SIZE, "1"))
+        return int(_first(_MPI_LOCAL_RANK, "0")), int(_first(_MPI_LOCAL_SIZE, str(size)))
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    # Without LOCAL_WORLD_SIZE assume the worst case: all replicas on this machine.
+    return int(os.environ.get("LOCAL_RANK", "0")), int(os.environ.get("LOCAL_WORLD_SIZE", world))
+
+
+def setup(mode: str = "auto", threads: int = 0) -> Group:
+    """Pick the device, size the CPU thread pool, and join the peers of ``mode`` (see ``MODES``)."""
+    mode = detect_mode(mode)
+    local_rank, local_world = _local_placement(mode)
+    cuda = torch.cuda.is_available()
+    device = torch.device("cuda", local_rank % torch.cuda.device_count()) if cuda else torch.device("cpu")
+    if cuda:
+        torch.cuda.set_device(device)
+    # Replicas sharing a machine would otherwise each start one thread per core and thrash.
+    torch.set_num_threads(threads or max(1, available_cpus() // max(1, local_world)))
+    if mode == "torch":
+        missing = [v for v in ("MASTER_ADDR", "MASTER_PORT", "RANK") if v not in os.environ]
+        if missing:
+            sys.exit(f"WORLD_SIZE={os.environ.get('WORLD_SIZE')} but {', '.join(missing)} not set in the environment")
+        dist.init_process_group("nccl" if cuda else "gloo", timeout=timedelta(seconds=INIT_TIMEOUT_S))
+        return Group(dist.get_rank(), dist.get_world_size(), device, mode)
+    if mode == "mpi":
+        try:
+            from mpi4py import MPI
+        except ImportError:
+            sys.exit("started by mpirun but mpi4py is not installed: pip install 'kubebench[mpi]'")
+        comm = MPI.COMM_WORLD
+        return Group(comm.Get_rank(), comm.Get_size(), device, mode, comm)
+    return Group(0, 1, device, "none")
+
+
+class MpiGradients:
+    """Horovod-style data parallelism over MPI: the gradients of all parameters are packed into one
+    buffer, summed with a single ``MPI_Allreduce`` and divided by the number of ranks.
+    """
+
+    def __init__(self, model: nn.Module, comm: Any) -> None:
+        self.comm = comm
+        self.params = [p for p in model.parameters() if p.requires_grad]
+        self.buffer = torch.zeros(sum(p.numel() for p in self.params), dtype=torch.float32)
+        # Start from rank 0's weights, as DDP does (the ranks' seeds should agree anyway).
+        for p in model.state_dict().values():
+            if p.is_floating_point():
+                host = p.detach().to("cpu", torch.float32).contiguous()
+                comm.Bcast(host.numpy(), root=0)
+                p.copy_(host)
+
+    def average(self) -> None:
+        """Replace every parameter's gradient by its mean over the ranks."""
+        from mpi4py import MPI
+
+        offset = 0
+        for p in self.params:
+            n = p.numel()
+            if p.grad is None:
+                self.buffer[offset:offset + n].zero_()
+            else:
+                self.buffer[offset:offset + n].copy_(p.grad.reshape(-1))
+            offset += n
+        self.comm.Allreduce(MPI.IN_PLACE, self.buffer.numpy(), op=MPI.SUM)
+        self.buffer.div_(self.comm.Get_size())
+        offset = 0
+        for p in self.params:
+            n = p.numel()
+            if p.grad is not None:
+                p.grad.copy_(self.buffer[offset:offset + n].view_as(p.grad))
+            offset += n

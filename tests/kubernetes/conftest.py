@@ -1,0 +1,98 @@
+"""Fixtures of the Kubernetes tests: the API emulator on loopback, the operator stand-in, a kubeconfig
+pointing at them, and a helper running a spec through kubebench's runner."""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from k8s_cluster import NAMESPACE, Cluster, Ran
+from k8s_emulator import Emulator
+from k8s_schemas import CRD_FILES, builtin_validator, crds_available, errors_of
+from k8s_standin import CLAIMS, OperatorStandIn
+
+from kubebench.runner import execute, plan_experiment
+from kubebench.settings import settings
+from kubebench.spec.load import load_spec
+from kubebench.store.store import open_store
+
+
+def _validators() -> dict:
+    if not crds_available():
+        return {}
+    keys = {(g, v, k.lower() + "s") for g, v, k in CRD_FILES}
+    return {key: errors_of for key in keys} | {("batch", "v1", "jobs"): builtin_validator()[1]}
+
+
+@pytest.fixture
+def emulator():
+    """A started API emulator (validating custom resources against the CRDs when they are there)."""
+    emu = Emulator(_validators()).start()
+    yield emu
+    emu.stop()
+    assert not emu.errors, emu.errors
+
+
+@pytest.fixture
+def cluster(emulator: Emulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The emulator with the stand-in running jobs, a kubeconfig in $KUBECONFIG (namespace
+    ``bench``), the claim ``kubebench`` and KUBEBENCH_HOME on the claim's local folder."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("KUBEBENCH_HOME", str(home))
+    monkeypatch.delenv("KUBEBENCH_STORE", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    kubeconfig = emulator.kubeconfig(tmp_path / "kubeconfig", NAMESPACE)
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    emulator.store.create(CLAIMS, NAMESPACE, {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "kubebench"},
+        "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "1Gi"}}}})
+    operator = OperatorStandIn(emulator, home, tmp_path, tmp_path / "node-logs").start()
+    yield Cluster(emulator, operator, home, kubeconfig)
+    operator.stop()
+    assert all(p.poll() is not None for p in operator.processes())
+    assert not operator.errors, operator.errors
+
+
+@pytest.fixture
+def run_spec(tmp_path: Path):
+    """Run a spec (YAML text) through kubebench's runner in this process; returns a :class:`Ran`."""
+
+    def _run(text: str, experiment_id: str = "exp-1", parallelism: int | None = None) -> Ran:
+        path = tmp_path / "spec.yaml"
+        path.write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
+        config = settings()
+        store = open_store(config.store_url)
+        experiment = plan_experiment(load_spec(path), config, experiment_id)
+        execute(experiment, store, parallelism=parallelism)
+        return Ran(store, experiment_id, store.runs(experiment_id, include_warmup=True))
+
+    return _run
+
+
+@pytest.fixture
+def fake_mpirun(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An ``mpirun`` on $PATH that runs its command once (no Open MPI here): enough for a launcher."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    script = folder / "mpirun"
+    # `mpirun -np N python …` → this interpreter, as the local backend maps `python`.
+    script.write_text(f'#!/bin/sh\nshift 2\n[ "$1" = python ] && shift && exec {sys.executable} "$@"\nexec "$@"\n')
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+    return script
+
+
+@pytest.fixture(autouse=True)
+def no_watch_left_behind():
+    """Every test ends its watches (the backend closes them when its experiment is done)."""
+    yield
+    deadline = time.monotonic() + 5
+    while any(t.name.startswith("kubebench-watch") for t in threading.enumerate()):
+        assert time.monotonic() < deadline, [t.name for t in threading.enumerate()]
+        time.sleep(0.05)

@@ -1,0 +1,180 @@
+"""The Kubernetes backend against the emulator and the operator stand-in: success, failures, stuck
+pods, cleanup, keeping jobs, resubmission over a leftover, and the API calls it makes."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from k8s_cluster import Cluster
+from k8s_emulator import ApiError, Faults
+
+QUICK = """
+name: k8s-quick
+job:
+  kind: {kind}
+  workers: {workers}
+  image: {image}
+  command: [python, -c, "{code}"]
+  resources: {resources}
+backend: {{kind: kubernetes, unschedulable_grace: {grace}, keep_jobs: {keep}}}
+metrics: [{{name: v}}]
+timeout: {timeout}
+repeats: {repeats}
+"""
+REPORT = "import os, kubebench; print('rank', os.environ.get('RANK', os.environ.get('JOB_COMPLETION_INDEX'))); kubebench.report(v=1)"
+
+
+def spec(kind: str = "PyTorchJob", workers: int = 2, code: str = REPORT, image: str = "python:3.11-slim",
+         resources: str = "{cpu: 1}", grace: str = "1s", keep: bool = False, timeout: str = "60s", repeats: int = 1) -> str:
+    return QUICK.format(kind=kind, workers=workers, code=code, image=image, resources=resources, grace=grace,
+                        keep=str(keep).lower(), timeout=timeout, repeats=repeats)
+
+
+def jobs_left(cluster: Cluster, plural: str = "pytorchjobs", group: str = "kubeflow.org", version: str = "v1") -> list:
+    return cluster.api.store.list((group, version, plural), cluster.namespace)[0]
+
+
+def test_pytorchjob_succeeds_with_logs_per_replica_and_is_deleted(cluster: Cluster, run_spec) -> None:
+    ran = run_spec(spec())
+    (run,) = ran.runs
+    assert (run.status, run.metrics, run.exit_code) == ("succeeded", {"v": 1.0}, 0), run.reason
+    output = cluster.home / "experiments" / "exp-1" / run.run_id / "output"
+    assert (output / "master-0.log").read_text().startswith("rank 0")
+    assert (output / "worker-0.log").read_text().startswith("rank 1")
+    assert jobs_left(cluster) == []
+    assert cluster.api.store.list(("", "v1", "pods"), cluster.namespace)[0] == []
+
+
+
+def test_a_failing_replica_fails_the_run_with_its_exit_code_and_log(cluster: Cluster, run_spec) -> None:
+    code = "import os, sys; print('worker says bye'); sys.exit(3 if os.environ['RANK'] == '1' else 0)"
+    (run,) = run_spec(spec(code=code)).runs
+    assert (run.status, run.exit_code) == ("failed", 3)
+    assert run.reason.startswith("worker-0 exited with code 3; job failed: PyTorchJobFailed: PyTorchJob bench/kb-")
+    assert "worker says bye" in run.log_tail
+    assert jobs_left(cluster) == []
+
+
+def test_a_pod_that_never_schedules_fails_after_the_grace_with_the_reason(cluster: Cluster, run_spec) -> None:
+    started = time.monotonic()
+    (run,) = run_spec(spec(resources="{gpu: 1}", grace="1s", timeout="60s")).runs
+    assert time.monotonic() - started < 15
+    assert run.status == "failed"
+    assert run.reason.startswith(f"pod kb-{run.run_id}-master-0: Unschedulable: 0/1 nodes are available: "
+                                 "1 Insufficient nvidia.com/gpu.") or "worker-0: Unschedulable" in run.reason
+    assert jobs_left(cluster) == [] and cluster.operator.processes() == []
+
+
+def test_a_stuck_pod_is_the_reason_even_when_the_timeout_comes_first(cluster: Cluster, run_spec) -> None:
+    (run,) = run_spec(spec(resources="{gpu: 1}", grace="10m", timeout="2s")).runs
+    assert run.status == "failed"
+    assert run.reason.startswith(f"pod kb-{run.run_id}-master-0: Unschedulable: ")
+    # Whichever comes first: kubebench's timeout, or the operator enforcing the job's deadline.
+    assert run.reason.endswith("(timed out after 2s)") or "; job failed: DeadlineExceeded: " in run.reason
+    assert jobs_left(cluster) == []
+
+
+def test_an_image_that_cannot_be_pulled_fails_the_run(cluster: Cluster, run_spec) -> None:
+    (run,) = run_spec(spec(image="registry.example/does-not-exist:1", grace="0.5s")).runs
+    assert run.status == "failed"
+    assert f"pod kb-{run.run_id}-master-0: ImagePullBackOff: Back-off pulling image" in run.reason
+    assert jobs_left(cluster) == []
+
+
+def test_kept_jobs_stay_and_a_rerun_replaces_the_leftover(cluster: Cluster, run_spec, tmp_path: Path) -> None:
+    marker = tmp_path / "second-time"
+    code = f"import os, sys, kubebench; kubebench.report(v=1); sys.exit(0 if os.path.exists('{marker}') else 5)"
+    (first,) = run_spec(spec(workers=1, code=code, keep=True)).runs
+    assert first.status == "failed"
+    (kept,) = jobs_left(cluster)
+    marker.write_text("")
+    (second,) = run_spec(spec(workers=1, code=code, keep=True)).runs
+    assert second.status == "succeeded" and second.run_id == first.run_id
+    (job,) = jobs_left(cluster)
+    assert job["metadata"]["uid"] != kept["metadata"]["uid"]
+    calls = [(r.method, r.code) for r in cluster.api.requests if r.method in ("POST", "DELETE")]
+    assert calls == [("POST", 201), ("POST", 409), ("DELETE", 200), ("POST", 201)]
+
+
+@pytest.mark.parametrize(("kind", "logs"), [
+    ("Job", ["worker-0", "worker-1"]),
+    ("TFJob", ["worker-0", "worker-1"]),
+    ("TrainJob", ["node-0", "node-1"]),
+    ("MPIJob", ["launcher-0", "worker-0", "worker-1"]),
+])
+def test_every_kind_runs_with_a_log_per_pod(cluster: Cluster, run_spec, kind: str, logs: list, fake_mpirun) -> None:
+    code = "import os, kubebench; print(os.environ.get('TF_CONFIG') or os.environ.get('PET_NODE_RANK') or os.environ.get('JOB_COMPLETION_INDEX') or 'mpi'); kubebench.report(v=1)"
+    (run,) = run_spec(spec(kind=kind, code=code)).runs
+    assert run.status == "succeeded", run.reason
+    output = cluster.home / "experiments" / "exp-1" / run.run_id / "output"
+    assert sorted(p.stem for p in output.glob("*.log")) == logs
+    first = (output / f"{logs[0]}.log").read_text()
+    expected = {"Job": "0", "TrainJob": "0", "MPIJob": "mpi"}.get(kind)
+    assert first.splitlines()[0] == expected if expected else json.loads(first.splitlines()[0])["task"]["index"] == 0
+
+
+def test_tracking_calls_do_not_grow_with_polls(cluster: Cluster, run_spec) -> None:
+    code = "import time, kubebench; time.sleep(1); kubebench.report(v=1)"
+    ran = run_spec(spec(workers=1, code=code, repeats=3))
+    assert ran.by_status() == {"succeeded": 3}
+    api = cluster.api
+    assert api.count("GET", watch=True) == 2  # one watch for the jobs, one for the pods
+    assert api.count("GET", watch=False) - api.count("GET", "/log") == 2  # and the list each one starts from
+    assert api.count("POST") == api.count("DELETE") == api.count("GET", "/log") == 3
+
+
+def test_random_api_errors_are_retried(cluster: Cluster, run_spec) -> None:
+    cluster.api.faults = Faults(rate=0.2, watch_cut=0.3, seed=7)
+    ran = run_spec(spec(workers=2, repeats=4))
+    assert ran.by_status() == {"succeeded": 4}, [r.reason for r in ran.runs]
+    kinds = {fault for _, _, fault in cluster.api.faults.injected}
+    assert len(cluster.api.faults.injected) >= 3 and kinds & {429, 500, 503} and kinds & {"reset-before", "reset-after"}
+    assert jobs_left(cluster) == []
+
+
+def test_a_create_whose_answer_was_lost_is_not_done_twice(cluster: Cluster, run_spec) -> None:
+    cluster.api.faults = Faults(rate=1.0, kinds=("reset-after",), methods=("POST",), limit=1)
+    (run,) = run_spec(spec(workers=1)).runs
+    assert run.status == "succeeded", run.reason
+    posts = [(r.method, r.code) for r in cluster.api.requests if r.method == "POST"]
+    assert posts == [("POST", 0), ("POST", 409)]  # created, answer lost; the retry finds its own object
+    assert cluster.api.count("DELETE") == 1 and len(cluster.operator.timings) == 1
+
+
+def test_an_api_refusal_fails_the_run_with_the_status_and_object(cluster: Cluster, run_spec) -> None:
+    cluster.api.refuse[("POST", "pytorchjobs")] = ApiError(
+        403, "Forbidden", 'pytorchjobs.kubeflow.org is forbidden: User "system:serviceaccount:bench:default" '
+                          'cannot create resource "pytorchjobs"')
+    (run,) = run_spec(spec()).runs
+    assert run.status == "failed"
+    assert run.reason.startswith(f"create PyTorchJob bench/kb-{run.run_id}: HTTP 403 Forbidden: pytorchjobs.kubeflow.org is forbidden")
+
+
+def test_a_refused_watch_fails_the_run_at_once(cluster: Cluster, run_spec) -> None:
+    cluster.api.refuse[("GET", "pods")] = ApiError(403, "Forbidden", 'pods is forbidden: cannot list resource "pods"')
+    started = time.monotonic()
+    (run,) = run_spec(spec(code="import time; time.sleep(30)")).runs
+    assert time.monotonic() - started < 15
+    assert run.status == "failed" and "list pods in bench" in run.reason and "HTTP 403" in run.reason
+    assert jobs_left(cluster) == []
+
+
+def test_a_job_deleted_by_someone_else_fails_the_run(cluster: Cluster, run_spec) -> None:
+    store = cluster.api.store
+
+    def delete_soon() -> None:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            for job in store.list(("kubeflow.org", "v1", "pytorchjobs"), cluster.namespace)[0]:
+                if job.get("status"):
+                    store.delete(("kubeflow.org", "v1", "pytorchjobs"), cluster.namespace, job["metadata"]["name"])
+                    return
+            time.sleep(0.05)
+
+    threading.Thread(target=delete_soon, daemon=True).start()
+    (run,) = run_spec(spec(code="import time; time.sleep(30)")).runs
+    assert (run.status, run.reason) == ("failed", f"PyTorchJob bench/kb-{run.run_id} was deleted by someone else")

@@ -1,0 +1,299 @@
+"""Every manifest kubebench can produce for Kubernetes validates against the real schemas: the CRDs
+in ``../shared/crds/`` (served version, strict) and, for batch/v1 Job and the deploy manifests, the
+Kubernetes OpenAPI schema. Also: what the backend adds to every pod (claim, service account …)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+from k8s_schemas import builtin_validator, crds_available, errors_of
+from typer.testing import CliRunner
+
+from kubebench.cli import app
+from kubebench.deploy import manifests as deploy_manifests
+from kubebench.errors import SpecError
+from kubebench.render import kinds
+from kubebench.runner import make_backend, plan_experiment
+from kubebench.settings import settings
+from kubebench.spec.load import load_spec
+
+pytestmark = pytest.mark.skipif(not crds_available(), reason="../shared/crds is not there")
+
+EXP = "bench-202401010000-abcd"
+BACKEND = """backend:
+  kind: kubernetes
+  namespace: team-a
+  service_account: bench-runner
+  queue: gpu-queue
+  storage: {claim: shared-data, mount_path: /mnt/kb}
+"""
+SHORTHAND = """
+name: bench
+job:
+  kind: %(kind)s
+  workers: %(workers)s
+  image: registry.example/train:1
+  command: [python, train.py, --epochs, 2]
+  env: {LR: 0.1}
+  resources: {cpu: 2, memory: 4Gi, gpu: 1}
+  node_selector: {nvidia.com/gpu.product: A100, pool: "{{ pool }}"}
+  tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+  %(extra)s
+parameters: {pool: training}
+timeout: 20m
+"""
+
+
+def rendered(tmp_path: Path, text: str, backend: str = BACKEND) -> dict:
+    """The manifest of the first run, as `kubebench render` and `kubebench run` produce it."""
+    home = tmp_path / "home"
+    (tmp_path / "spec.yaml").write_text(textwrap.dedent(text).lstrip() + backend, encoding="utf-8")
+    loaded = load_spec(tmp_path / "spec.yaml")
+    experiment = plan_experiment(loaded, settings(home=home), EXP)
+    return experiment.render(experiment.plan.runs[0], make_backend(loaded)).manifest
+
+
+def shorthand(kind: str, workers: int, extra: str = "") -> str:
+    return SHORTHAND % {"kind": kind, "workers": workers, "extra": extra}
+
+
+CASES = [("PyTorchJob", ""), ("TFJob", ""), ("MPIJob", ""), ("MPIJob", "mpi_api_version: kubeflow.org/v1"),
+         ("TrainJob", ""), ("Job", "")]
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+@pytest.mark.parametrize(("kind", "extra"), CASES)
+def test_every_shorthand_kind_validates_against_its_schema(tmp_path: Path, kind: str, extra: str, workers: int) -> None:
+    manifest = rendered(tmp_path, shorthand(kind, workers, extra))
+    assert manifest["kind"] == kind
+    assert errors_of(manifest) == []
+
+
+def pod_specs(manifest: dict) -> list[dict]:
+    return [t["spec"] for t in kinds.pod_templates(manifest)]
+
+
+def containers_of(manifest: dict) -> list[dict]:
+    return [c for spec in pod_specs(manifest) for c in spec["containers"]]
+
+
+@pytest.mark.parametrize(("kind", "extra"), CASES)
+def test_every_pod_gets_the_claim_the_account_and_the_scheduling(tmp_path: Path, kind: str, extra: str) -> None:
+    manifest = rendered(tmp_path, shorthand(kind, 2, extra))
+    assert manifest["metadata"]["namespace"] == "team-a"
+    assert manifest["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "gpu-queue"
+    for spec in pod_specs(manifest):
+        assert {"name": "kubebench-storage", "persistentVolumeClaim": {"claimName": "shared-data"}} in spec["volumes"]
+        assert spec["serviceAccountName"] == "bench-runner"
+        assert spec["nodeSelector"] == {"nvidia.com/gpu.product": "A100", "pool": "training"}
+        assert spec["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    for container in containers_of(manifest):
+        assert {"name": "kubebench-storage", "mountPath": "/mnt/kb"} in container["volumeMounts"]
+
+
+@pytest.mark.parametrize(("kind", "extra"), CASES)
+def test_every_replica_gets_the_env_the_ids_the_resources_and_a_deadline(tmp_path: Path, kind: str, extra: str) -> None:
+    manifest = rendered(tmp_path, shorthand(kind, 2, extra))
+    labels = manifest["metadata"]["labels"]
+    assert labels["kubebench.io/experiment"] == EXP and labels["kubebench.io/trial"] and labels["kubebench.io/run"]
+    for template in kinds.pod_templates(manifest):
+        assert {k: v for k, v in template["metadata"]["labels"].items() if k.startswith("kubebench.io/")} == \
+            {k: v for k, v in labels.items() if k.startswith("kubebench.io/")}
+    run_id = labels["kubebench.io/run"]
+    for group in kinds.replica_groups(manifest):
+        container = group.template["spec"]["containers"][0]
+        env = {e["name"]: e["value"] for e in container["env"]}
+        assert env["KUBEBENCH_EXP_PATH"] == f"/mnt/kb/experiments/{EXP}/{run_id}"
+        assert env["KUBEBENCH_DATA_ROOT"] == "/mnt/kb/data" and env["LR"] == "0.1"
+    amounts = {"cpu": "2", "memory": "4Gi", "nvidia.com/gpu": "1"}
+    resources = manifest["spec"]["trainer"]["resourcesPerNode"] if kind == "TrainJob" else containers_of(manifest)[0]["resources"]
+    assert resources == {"requests": amounts, "limits": amounts}
+    spec = manifest["spec"]
+    assert (spec.get("runPolicy") or spec)["activeDeadlineSeconds"] == 1200
+
+
+def test_mpijob_api_version_is_chosen(tmp_path: Path) -> None:
+    assert rendered(tmp_path, shorthand("MPIJob", 2))["apiVersion"] == "kubeflow.org/v2beta1"
+    assert rendered(tmp_path, shorthand("MPIJob", 2, "mpi_api_version: kubeflow.org/v1"))["apiVersion"] == "kubeflow.org/v1"
+
+
+TEMPLATES = {
+    "tfjob-ps.yaml.j2": """
+        apiVersion: kubeflow.org/v1
+        kind: TFJob
+        metadata: {name: "{{ kubebench.name }}"}
+        spec:
+          tfReplicaSpecs:
+            Chief: {replicas: 1, restartPolicy: Never, template: {spec: {containers: [{name: tensorflow, image: tf:2, command: [python, t.py]}]}}}
+            PS: {replicas: {{ ps }}, restartPolicy: Never, template: {spec: {containers: [{name: tensorflow, image: tf:2, command: [python, t.py]}]}}}
+            Worker: {replicas: 2, restartPolicy: Never, template: {spec: {containers: [{name: tensorflow, image: tf:2, command: [python, t.py]}]}}}
+    """,
+    "pytorch-elastic.yaml.j2": """
+        apiVersion: kubeflow.org/v1
+        kind: PyTorchJob
+        metadata: {name: "{{ kubebench.name }}", labels: {team: ml}}
+        spec:
+          elasticPolicy: {rdzvBackend: c10d, minReplicas: 1, maxReplicas: 3}
+          nprocPerNode: "2"
+          runPolicy: {activeDeadlineSeconds: 300, cleanPodPolicy: Running}
+          pytorchReplicaSpecs:
+            Worker:
+              replicas: 2
+              restartPolicy: OnFailure
+              template:
+                spec:
+                  initContainers: [{name: fetch, image: busybox, command: [sh, -c, "true"]}]
+                  containers: [{name: pytorch, image: pt:2, command: [torchrun, t.py], resources: {limits: {nvidia.com/gpu: 1}}}]
+    """,
+    "mpi-v1.yaml.j2": """
+        apiVersion: kubeflow.org/v1
+        kind: MPIJob
+        metadata: {name: "{{ kubebench.name }}"}
+        spec:
+          slotsPerWorker: 2
+          mpiReplicaSpecs:
+            Launcher: {replicas: 1, template: {spec: {containers: [{name: mpi-launcher, image: hvd:1, command: [mpirun, -np, "4", python, t.py]}]}}}
+            Worker: {replicas: 2, template: {spec: {containers: [{name: mpi-worker, image: hvd:1}]}}}
+    """,
+    "mpi-v2.yaml.j2": """
+        apiVersion: kubeflow.org/v2beta1
+        kind: MPIJob
+        metadata: {name: "{{ kubebench.name }}"}
+        spec:
+          slotsPerWorker: 1
+          mpiImplementation: Intel
+          launcherCreationPolicy: WaitForWorkersReady
+          runPolicy: {cleanPodPolicy: Running}
+          mpiReplicaSpecs:
+            Launcher: {replicas: 1, template: {spec: {containers: [{name: launcher, image: hvd:1, command: [mpirun, python, t.py]}]}}}
+            Worker: {replicas: 2, template: {spec: {containers: [{name: worker, image: hvd:1}]}}}
+    """,
+    "trainjob.yaml.j2": """
+        apiVersion: trainer.kubeflow.org/v1alpha1
+        kind: TrainJob
+        metadata: {name: "{{ kubebench.name }}"}
+        spec:
+          runtimeRef: {name: deepspeed-distributed, kind: ClusterTrainingRuntime}
+          trainer: {image: ds:1, command: [deepspeed, t.py], numNodes: 2, numProcPerNode: 4}
+          runtimePatches:
+            - manager: example.com/other
+              trainingRuntimeSpec: {template: {spec: {replicatedJobs: [{name: node, template: {spec: {template: {spec: {imagePullSecrets: [{name: regcred}]}}}}}]}}}
+    """,
+    "batch.yaml.j2": """
+        apiVersion: batch/v1
+        kind: Job
+        metadata: {name: "{{ kubebench.name }}"}
+        spec:
+          parallelism: 2
+          completions: 4
+          template:
+            spec:
+              restartPolicy: OnFailure
+              containers: [{name: bench, image: busybox, command: [sh, -c, "echo {{ ps }}"], resources: {requests: {cpu: 500m}}}]
+    """,
+}
+TEMPLATE_SPEC = "name: bench\njob: {template: %s}\nparameters: {ps: 2}\ntimeout: 90s\n"
+
+
+@pytest.mark.parametrize("template", sorted(TEMPLATES))
+def test_templates_of_every_kind_validate_after_the_backend_decorates_them(tmp_path: Path, template: str) -> None:
+    (tmp_path / template).write_text(textwrap.dedent(TEMPLATES[template]).lstrip())
+    manifest = rendered(tmp_path, TEMPLATE_SPEC % template)
+    assert errors_of(manifest) == []
+    for container in containers_of(manifest):
+        assert {"name": "kubebench-storage", "mountPath": "/mnt/kb"} in container["volumeMounts"]
+    spec = manifest["spec"]
+    deadline = (spec.get("runPolicy") or spec)["activeDeadlineSeconds"]
+    assert deadline == (300 if template.startswith("pytorch") else 90)  # the template's own is kept
+
+
+def test_a_template_trainjob_keeps_its_own_runtime_patch(tmp_path: Path) -> None:
+    (tmp_path / "t.j2").write_text(textwrap.dedent(TEMPLATES["trainjob.yaml.j2"]).lstrip())
+    patches = rendered(tmp_path, TEMPLATE_SPEC % "t.j2")["spec"]["runtimePatches"]
+    assert [p["manager"] for p in patches] == ["example.com/other", kinds.PATCH_MANAGER]
+
+
+def test_the_validators_catch_mistakes() -> None:
+    good = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "x"},
+            "spec": {"pytorchReplicaSpecs": {"Master": {"replicas": 1, "template": {"spec": {"containers": [{"name": "p", "image": "i"}]}}}}}}
+    assert errors_of(good) == []
+    typo = {**good, "spec": {"pytorchReplicaSpecs": {"Master": {"replica": 1, "template": {}}}}}
+    assert any("'replica' was unexpected" in e for e in errors_of(typo))
+    wrong_type = {**good, "spec": {**good["spec"], "runPolicy": {"activeDeadlineSeconds": "soon"}}}
+    assert any("is not of type 'integer'" in e for e in errors_of(wrong_type))
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "x"},
+           "spec": {"template": {"spec": {"containers": [{"name": "a", "image": "i", "comand": ["x"]}]}}}}
+    assert errors_of(job), builtin_validator()[0]
+
+
+def test_process_kind_cannot_run_on_kubernetes(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match="job kind 'Process'.*cannot run on Kubernetes"):
+        rendered(tmp_path, shorthand("Process", 1))
+
+
+def test_data_outside_the_claim_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match="is not on the shared storage.*storage.local_path"):
+        rendered(tmp_path, shorthand("Job", 1) + "data_root: ../elsewhere\n")
+
+
+def test_render_cli_prints_valid_manifests_for_the_kubernetes_backend(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("KUBEBENCH_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(textwrap.dedent(shorthand("PyTorchJob", 2)) + "backend: local\n")
+    result = CliRunner().invoke(app, ["render", str(spec), "--backend", "kubernetes", "--set", "pool=[a, b]"])
+    assert result.exit_code == 0, result.output
+    docs = [d for d in yaml.safe_load_all(result.output) if d]
+    assert len(docs) == 2
+    for doc in docs:
+        assert errors_of(doc) == []
+        assert doc["metadata"]["namespace"] == "default"  # no kubeconfig: the default namespace
+        assert doc["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["volumes"][0]["persistentVolumeClaim"] \
+            == {"claimName": "kubebench"}
+
+
+def test_deploy_manifests_validate_and_grant_only_what_kubebench_uses(tmp_path: Path) -> None:
+    spec = tmp_path / "benchmark.yaml"
+    spec.write_text("name: b\njob: {kind: Job, command: [echo]}\nbackend: kubernetes\n")
+    result = CliRunner().invoke(app, ["deploy", "manifests", "-n", "ml", "--image", "reg/kubebench:1",
+                                      "--storage-size", "50Gi", "--spec", str(spec)])
+    assert result.exit_code == 0, result.output
+    docs = list(yaml.safe_load_all(result.output))
+    assert [d["kind"] for d in docs] == ["PersistentVolumeClaim", "ServiceAccount", "Role", "RoleBinding", "ConfigMap", "Job"]
+    for doc in docs:
+        assert builtin_validator()[1](doc) == [], doc["kind"]
+        assert doc["metadata"]["namespace"] == "ml"
+    claim, _, role, binding, config, job = docs
+    assert claim["spec"]["resources"]["requests"]["storage"] == "50Gi"
+    verbs = {(g, r): set(rule["verbs"]) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]}
+    assert verbs[("kubeflow.org", "pytorchjobs")] == {"create", "get", "list", "watch", "delete"}
+    assert verbs[("", "pods")] == {"get", "list", "watch"} and verbs[("", "pods/log")] == {"get"}
+    assert all("*" not in v and not v & {"update", "patch", "deletecollection"} for v in verbs.values())
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "kubebench", "namespace": "ml"}]
+    assert config["data"] == {"benchmark.yaml": spec.read_text()}
+    pod = job["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "kubebench"
+    assert pod["containers"][0]["image"] == "reg/kubebench:1"
+    assert pod["containers"][0]["command"] == ["kubebench", "run", "/etc/kubebench/spec/benchmark.yaml", "--backend", "kubernetes"]
+    assert {"name": "KUBEBENCH_HOME", "value": "/kubebench"} in pod["containers"][0]["env"]
+
+
+def test_deploy_manifests_without_a_spec_expect_the_configmap() -> None:
+    kinds_ = [d["kind"] for d in deploy_manifests()]
+    assert "ConfigMap" not in kinds_ and kinds_[-1] == "Job"
+
+
+def test_job_fields_added_for_kubernetes_keep_the_fingerprints_of_older_specs(tmp_path: Path) -> None:
+    from kubebench.plan.plan import digest
+    from kubebench.render.job import job_fingerprint
+
+    (tmp_path / "spec.yaml").write_text("name: b\njob: {kind: Job, workers: 2, command: [echo]}\n")
+    loaded = load_spec(tmp_path / "spec.yaml")
+    before = {k: v for k, v in loaded.spec.job.model_dump().items()
+              if k not in ("node_selector", "tolerations", "mpi_api_version")}
+    assert job_fingerprint(loaded) == digest(before, None)  # what it was before these fields existed
+    (tmp_path / "spec.yaml").write_text("name: b\njob: {kind: Job, workers: 2, command: [echo], node_selector: {a: b}}\n")
+    assert job_fingerprint(load_spec(tmp_path / "spec.yaml")) != digest(before, None)

@@ -1,0 +1,92 @@
+"""`parallelism`: runs in flight at once (on Kubernetes and locally), warm-ups first, and an
+interrupt that cancels every job in flight in every thread."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+from k8s_cluster import Cluster
+
+SPEC = """
+name: wide
+job:
+  kind: {kind}
+  command: [python, -c, "import time, kubebench; time.sleep({sleep}); kubebench.report(v=1)"]
+parameters: {{p: [1, 2, 3]}}
+repeats: {repeats}
+warmup_runs: {warmups}
+backend: {backend}
+metrics: [{{name: v}}]
+"""
+
+
+def spec(sleep: float = 0.5, repeats: int = 2, warmups: int = 0, kind: str = "Job", backend: str = "kubernetes") -> str:
+    return SPEC.format(kind=kind, sleep=sleep, repeats=repeats, warmups=warmups, backend=backend)
+
+
+def test_at_most_parallelism_jobs_are_in_flight(cluster: Cluster, run_spec) -> None:
+    ran = run_spec(spec(sleep=0.8, repeats=2), parallelism=3)
+    assert ran.by_status() == {"succeeded": 6}
+    assert cluster.operator.max_active == 3  # never more, and they did overlap
+    assert cluster.api.count("GET", watch=True) == 2  # one watch per kind still serves every thread
+
+
+def test_warmups_end_before_counted_runs_start(cluster: Cluster, run_spec) -> None:
+    ran = run_spec(spec(sleep=0.2, repeats=1, warmups=1), parallelism=6)
+    assert ran.by_status() == {"succeeded": 6}
+    timings = cluster.operator.timings
+    warm = [timings[f"kb-{r.run_id}"] for r in ran.runs if r.warmup]
+    counted = [timings[f"kb-{r.run_id}"] for r in ran.runs if not r.warmup]
+    assert len(warm) == len(counted) == 3
+    assert max(end for _, end in warm) <= min(start for start, _ in counted)
+
+
+def test_interrupt_cancels_the_jobs_in_flight_in_every_thread(cluster: Cluster, run_spec) -> None:
+    operator = cluster.operator
+
+    def interrupt_when_running() -> None:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            running = [j for j in list(operator.jobs.values()) if any(r.state == "running" for r in j.replicas)]
+            if len(running) == 3:
+                os.kill(os.getpid(), signal.SIGINT)
+                return
+            time.sleep(0.05)
+
+    threading.Thread(target=interrupt_when_running, daemon=True).start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        run_spec(spec(sleep=60, repeats=2), parallelism=3)
+    assert time.monotonic() - started < 30
+    assert cluster.api.store.list(("batch", "v1", "jobs"), cluster.namespace)[0] == []
+    assert cluster.api.store.list(("", "v1", "pods"), cluster.namespace)[0] == []
+    time.sleep(0.2)  # the stand-in sees the deletions
+    assert all(p.poll() is not None for p in operator.processes()) and len(operator.processes()) == 3
+    from kubebench.settings import settings
+    from kubebench.store.store import open_store
+
+    runs = open_store(settings().store_url).runs("exp-1")
+    assert sorted(r.status for r in runs) == ["cancelled"] * 3 + ["pending"] * 3
+
+
+def test_parallel_runs_on_the_local_backend(home, run_spec) -> None:
+    ran = run_spec(spec(sleep=0.3, repeats=2, kind="Process", backend="local"), parallelism=4)
+    assert ran.by_status() == {"succeeded": 6}
+
+
+def test_the_command_line_chooses_backend_and_parallelism(cluster: Cluster, tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from kubebench.cli import app
+
+    spec_file = tmp_path / "wide.yaml"
+    spec_file.write_text(spec(sleep=0.5, repeats=1, backend="local"))
+    result = CliRunner().invoke(app, ["run", str(spec_file), "--backend", "kubernetes", "--parallelism", "3", "--id", "cli"])
+    assert result.exit_code == 0, result.output
+    assert cluster.operator.max_active == 3 and cluster.api.count("POST") == 3
+    unknown = CliRunner().invoke(app, ["run", str(spec_file), "--backend", "slurm"])
+    assert unknown.exit_code == 2 and "unknown backend 'slurm'; valid: kubernetes, local" in unknown.output

@@ -1,0 +1,100 @@
+"""Against real Prometheus and Pushgateway servers: Prometheus scrapes kubebench's /metrics, a pushed
+result is queried back, and a Kubernetes run's telemetry is read from cAdvisor and DCGM series.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kubebench.cli import app
+from kubebench.monitor.exposition import serve_metrics
+from kubebench.store.store import open_store
+from kubebench.testing.prometheus import PrometheusServer, PushgatewayServer
+
+pytestmark = pytest.mark.slow
+
+
+def test_prometheus_scrapes_the_store_s_metrics(run_spec, SPEC: str, prometheus: PrometheusServer,
+                                                kubebench_port: int) -> None:
+    store, runs = run_spec(SPEC + "parameters: {n: [1, 2]}\n")
+    server = serve_metrics(store, kubebench_port)
+    try:
+        found = prometheus.wait_for('kubebench_runs{experiment="exp", state="succeeded"}')
+        assert found[0]["value"][1] == "2" and found[0]["metric"]["name"] == "spin"
+        latest = prometheus.wait_for('kubebench_metric{experiment="exp", metric="ops"}')
+        assert sorted(s["metric"]["params"] for s in latest) == ["n=1", "n=2"]
+        assert {s["value"][1] for s in latest} == {"1"}
+        count = prometheus.wait_for('kubebench_run_duration_seconds_count{experiment="exp"}')
+        assert count[0]["value"][1] == "2"
+        peak = prometheus.wait_for('kubebench_metric{experiment="exp", metric="memory_peak_bytes"}')
+        assert float(peak[0]["value"][1]) > 1e6
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_run_with_metrics_port_exposes_live_telemetry(tmp_path: Path, prometheus: PrometheusServer,
+                                                      kubebench_port: int, write, SPEC: str) -> None:
+    spec = write("spec.yaml", SPEC.replace("< 1.2", "< 4").replace("name: spin", "name: live"))
+    store_url = f"sqlite:///{tmp_path / 'kb.db'}"
+    scraped: list[str] = []
+
+    def scrape() -> None:  # what kubebench's own /metrics shows during the run
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not scraped:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{kubebench_port}/metrics", timeout=2) as r:
+                    text = r.read().decode()
+                if 'series="cpu_percent"' in text:
+                    scraped.append(text)
+            except OSError:
+                pass
+            time.sleep(0.2)
+
+    poller = threading.Thread(target=scrape)
+    poller.start()
+    started = time.time()
+    result = CliRunner().invoke(app, ["run", str(spec), "--id", "live", "--store", store_url,
+                                      "--metrics-port", str(kubebench_port)])
+    poller.join()
+    assert result.exit_code == 0, result.output
+    assert scraped and 'kubebench_telemetry{experiment="live"' in scraped[0]
+    # Prometheus scraped the live series while the run went on
+    found = prometheus.query(f'max_over_time(kubebench_telemetry{{experiment="live", series="cpu_percent"}}'
+                             f'[{int(time.time() - started) + 2}s])')
+    assert found and float(found[0]["value"][1]) > 20
+    with pytest.raises(OSError):  # the server stopped with the run
+        urllib.request.urlopen(f"http://127.0.0.1:{kubebench_port}/metrics", timeout=2)
+
+
+def test_a_pushed_result_is_queried_back(run_spec, SPEC: str, prometheus: PrometheusServer,
+                                         pushgateway: PushgatewayServer) -> None:
+    spec = SPEC + f"report: [{{kind: pushgateway, url: '{pushgateway.url}'}}]\n"
+    store, runs = run_spec(spec)
+    run = runs[0]
+    assert "report_warning_pushgateway" not in run.info
+    with urllib.request.urlopen(f"{pushgateway.url}/api/v1/metrics", timeout=5) as r:
+        groups = json.load(r)["data"]
+    assert any(g["labels"].get("trial") == run.trial_id for g in groups)
+    found = prometheus.wait_for(f'kubebench_run_metric{{experiment="exp", trial="{run.trial_id}", metric="ops"}}')
+    assert found[0]["value"][1] == "1" and found[0]["metric"]["run"] == run.run_id
+    ok = prometheus.wait_for(f'kubebench_run_succeeded{{trial="{run.trial_id}"}}')
+    assert ok[0]["value"][1] == "1"
+
+
+def test_the_serve_app_answers_metrics(run_spec, SPEC: str) -> None:
+    from fastapi.testclient import TestClient
+
+    from kubebench.cli.serve import make_app
+
+    store, _ = run_spec(SPEC)
+    response = TestClient(make_app(store)).get("/metrics/")
+    assert response.status_code == 200
+    assert 'kubebench_runs{experiment="exp",name="spin",state="succeeded"} 1.0' in response.text

@@ -1,0 +1,82 @@
+"""Two runner processes writing to one SQLite store at the same time lose nothing."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kubebench.cli import app
+from kubebench.store.store import open_store
+
+WRITER = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from kubebench.plan.plan import make_plan
+    from kubebench.spec.model import BenchmarkSpec
+    from kubebench.store.records import ExperimentRecord, RunResult
+    from kubebench.store.store import open_store
+
+    url, exp_id, runs, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
+    store = open_store(url)
+    spec = BenchmarkSpec.model_validate({"name": "c", "job": {"command": ["true"]}, "repeats": runs})
+    plan = make_plan(spec, exp_id, "f")
+    while not go.exists():  # both writers start together
+        time.sleep(0.005)
+    now = time.time()
+    store.begin_experiment(ExperimentRecord(id=exp_id, name="c", backend="local", source="-", spec_text="",
+                                            job_fingerprint="f", created_at=now, updated_at=now), plan)
+    for i, run in enumerate(plan.runs):
+        store.start_run(run.id, "/runs/" + run.id)
+        store.finish_run(RunResult(run_id=run.id, status="succeeded", finished_at=time.time(),
+                                   metrics={f"m{k}": float(i * 10 + k) for k in range(5)},
+                                   provenance={"host": exp_id}))
+""")
+
+
+def test_two_writer_processes_lose_nothing(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'kb.db'}"
+    open_store(url).engine.dispose()
+    go = tmp_path / "go"
+    writers = [subprocess.Popen([sys.executable, "-c", WRITER, url, f"exp-{i}", "150", str(go)],
+                                stderr=subprocess.PIPE, text=True) for i in range(2)]
+    time.sleep(0.5)
+    go.touch()
+    for writer in writers:
+        _, err = writer.communicate(timeout=120)
+        assert writer.returncode == 0, err
+    store = open_store(url)
+    for i in range(2):
+        runs = store.runs(f"exp-{i}")
+        assert len(runs) == 150 and {r.status for r in runs} == {"succeeded"}
+        assert sorted(r.metrics["m3"] for r in runs) == [float(n * 10 + 3) for n in range(150)]
+        assert {r.provenance["host"] for r in runs} == {f"exp-{i}"}
+
+
+SPEC = """
+name: together
+job:
+  command: [python, -c, "import kubebench; kubebench.report(v={{ n }})"]
+parameters:
+  n: [1, 2, 3, 4, 5, 6]
+"""
+
+
+@pytest.mark.slow
+def test_two_kubebench_runs_at_once_share_one_store(home: Path, write) -> None:
+    spec = write("spec.yaml", SPEC)
+    command = [sys.executable, "-m", "kubebench", "run", str(spec), "--id"]
+    runs = [subprocess.Popen([*command, f"together-{i}"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True) for i in range(2)]
+    for run in runs:
+        out, _ = run.communicate(timeout=240)
+        assert run.returncode == 0, out
+    store = open_store(f"sqlite:///{home / 'kubebench.db'}")
+    for i in range(2):
+        assert sorted(r.metrics["v"] for r in store.runs(f"together-{i}")) == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    assert CliRunner().invoke(app, ["experiments"]).exit_code == 0
