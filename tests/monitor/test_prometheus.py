@@ -15,7 +15,6 @@ from typer.testing import CliRunner
 
 from kubebench.cli import app
 from kubebench.monitor.exposition import serve_metrics
-from kubebench.store.store import open_store
 from kubebench.testing.prometheus import PrometheusServer, PushgatewayServer
 
 pytestmark = pytest.mark.slow

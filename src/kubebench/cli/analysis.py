@@ -44,7 +44,8 @@ def compare(
     from ..analyse.experiments import compare_experiments
 
     db = _open(store)
-    base_record, candidate_record = db.experiment(base), db.experiment(candidate)
+    base_record = db.experiment(base)
+    db.experiment(candidate)  # an unknown id is a clear error before any work
     base_runs, candidate_runs = db.runs(base), db.runs(candidate)
     name, goal = base_record.metric_goal(metric)
     rows = compare_experiments(base_runs, candidate_runs, name, goal, threshold)

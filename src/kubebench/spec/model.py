@@ -13,9 +13,8 @@ from pydantic import ConfigDict, Discriminator, Field, Tag, field_validator, mod
 
 from .. import registry
 from ..monitor.config import TelemetryConfig
-from .base import Model, PluginConfig, parse_duration
+from .base import Model, parse_duration
 
-SPEC_SCHEMA_VERSION = "kubebench/v1"
 JOB_KINDS = ("Process", "PyTorchJob", "TFJob", "MPIJob", "TrainJob", "Job")
 
 Scalar = Union[bool, int, float, str, None]
