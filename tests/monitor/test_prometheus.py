@@ -91,7 +91,7 @@ def test_a_pushed_result_is_queried_back(run_spec, SPEC: str, prometheus: Promet
 def test_the_serve_app_answers_metrics(run_spec, SPEC: str) -> None:
     from fastapi.testclient import TestClient
 
-    from kubebench.cli.serve import make_app
+    from kubebench.web.app import make_app
 
     store, _ = run_spec(SPEC)
     response = TestClient(make_app(store)).get("/metrics/")

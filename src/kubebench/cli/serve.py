@@ -11,18 +11,6 @@ import typer
 from . import StoreOpt, app, expected_errors
 
 
-def make_app(store):
-    """The web application over ``store``: a FastAPI app with Prometheus' ``/metrics``."""
-    from fastapi import FastAPI
-    from prometheus_client import make_asgi_app
-
-    from ..monitor.exposition import make_registry
-
-    web = FastAPI(title="kubebench", docs_url=None, redoc_url=None)
-    web.mount("/metrics", make_asgi_app(make_registry(store)))
-    return web
-
-
 @app.command()
 @expected_errors
 def serve(
@@ -35,6 +23,8 @@ def serve(
 
     from ..settings import settings
     from ..store.store import open_store
+
+    from ..web.app import make_app
 
     uvicorn.run(make_app(open_store(settings(store).store_url)), host=host, port=port, log_level="warning")
 
