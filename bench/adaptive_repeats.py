@@ -21,20 +21,16 @@ from kubebench.settings import settings
 from kubebench.spec.load import load_spec
 from kubebench.store.store import open_store
 
+# The distribution of kubebench.workloads.synthetic's noisy workload, 3% each.
 NOISE = {
-    "gaussian CV 3%": "rng.gauss(1, 0.03)",
-    "uniform ±3%": "rng.uniform(0.97, 1.03)",
+    "gaussian CV 3%": "gaussian",
+    "uniform ±3%": "uniform",
 }
 SPEC = """
 name: adaptive-bench
 job:
-  command:
-    - python
-    - -c
-    - |
-      import os, random, kubebench
-      rng = random.Random(os.environ["KUBEBENCH_RUN_ID"])
-      kubebench.report(rate=100 * {noise})
+  command: [python, -m, kubebench.workloads.synthetic, noisy, --metric, rate, --mean, 100, --noise, 0.03,
+            --distribution, {noise}]
 parameters:
   trial: {trials}
 repeats: {repeats}

@@ -122,11 +122,13 @@ def experiment_rows(exp_id: str, trials: int, runs: int, created_at: float) -> t
     return experiment, trial_rows, run_rows
 
 
-def seed(store: Store, total_runs: int) -> None:
-    """One experiment of 10,000 runs, the rest in experiments of 9 runs: 10 metrics each, succeeded."""
+def seed(store: Store, total_runs: int, big_trials: int = 1000) -> None:
+    """One experiment of 10,000 runs (``big``, over ``big_trials`` trials), the rest in experiments
+    of 9 runs: 10 metrics each, succeeded.
+    """
     started = time.perf_counter()
     small = max(0, (total_runs - BIG) // SMALL_RUNS)
-    groups = [("big", 1000, BIG)] + [(f"exp-{i:05d}", 1, SMALL_RUNS) for i in range(small)]
+    groups = [("big", big_trials, BIG)] + [(f"exp-{i:05d}", 1, SMALL_RUNS) for i in range(small)]
     env_id = _provenance_id(store)
     for chunk in range(0, len(groups), 500):
         rows: tuple[list, list, list] = ([], [], [])

@@ -3,13 +3,14 @@
 1. The sampler samples a running process tree (a parent and a child) plus the machine every second
    for ``--seconds`` (default 30); its thread's CPU time over that wall time is its cost in % of one
    core (target: under 1%).
-2. A CPU-bound workload (a pure-Python loop for a fixed time, reporting its iterations per second)
-   runs through kubebench with ``telemetry: {enabled: true, interval: 1s}`` and with
-   ``enabled: false``, alternated for ``--rounds`` rounds in one process so that machine noise hits
-   both alike; prints the median throughput of each and their ratio (target: within 1%), per wall
-   second and per CPU second of the workload (the latter is immune to other load on the machine).
+2. The CPU-bound reference workload (``kubebench.workloads.synthetic reference``, ``--steps`` steps
+   of fixed work) runs through kubebench with ``telemetry: {enabled: true, interval: 1s}`` and with
+   ``enabled: false``, alternated for ``--rounds`` rounds in one process, pinned to one CPU
+   (``--cpus``) so that the sampler competes with the workload for its core; prints the median of
+   the rounds' on/off throughput ratios with a bootstrap 95% CI (target: within 1%), per wall
+   second and per CPU second of the workload (the latter is immune to waiting for the CPU).
 
-    .venv/bin/python bench/telemetry_overhead.py [--seconds 30] [--rounds 8] [--run-seconds 3]
+    .venv/bin/python bench/telemetry_overhead.py [--seconds 30] [--rounds 16] [--steps 60] [--cpus last]
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchlib import machine_line, paired_ratio, pin
+
 from kubebench.monitor.sampler import Sampler
 from kubebench.runner import execute, plan_experiment
 from kubebench.settings import settings
@@ -31,13 +34,10 @@ from kubebench.spec.load import load_spec
 from kubebench.store.store import open_store
 
 TREE = "import subprocess, sys; subprocess.run([sys.executable, '-c', 'import time; time.sleep(3600)'])"
-WORKLOAD = ("import time, kubebench\\nn = 0\\nt = time.perf_counter()\\nc = time.process_time()\\n"
-            "while time.perf_counter() - t < {s}: n += 1\\n"
-            "kubebench.report(ops_per_s=n / (time.perf_counter() - t), ops_per_cpu_s=n / (time.process_time() - c))")
 SPEC = """
 name: telemetry-{mode}
 job:
-  command: [python, -c, "{workload}"]
+  command: [python, -m, kubebench.workloads.synthetic, reference, --steps, {steps}, --work, 250000]
 metrics: [{{name: ops_per_s}}]
 telemetry: {{enabled: {enabled}, interval: 1s}}
 """
@@ -59,7 +59,7 @@ def sampler_cost(seconds: float) -> tuple[float, int]:
     return 100 * sampler.cpu_seconds / wall, len({t for _, t, _ in samples})
 
 
-def throughput(rounds: int, run_seconds: float) -> dict[str, list[tuple[float, float]]]:
+def throughput(rounds: int, steps: int) -> dict[str, list[tuple[float, float]]]:
     """(ops per wall second, ops per CPU second) of each run, telemetry on and off, alternating
     (the order flips every round).
     """
@@ -70,7 +70,7 @@ def throughput(rounds: int, run_seconds: float) -> dict[str, list[tuple[float, f
         specs = {}
         for mode, enabled in (("on", "true"), ("off", "false")):
             path = Path(folder) / f"{mode}.yaml"
-            path.write_text(SPEC.format(mode=mode, enabled=enabled, workload=WORKLOAD.format(s=run_seconds)))
+            path.write_text(SPEC.format(mode=mode, enabled=enabled, steps=steps))
             specs[mode] = load_spec(path)
         for round_ in range(rounds):
             for mode in (("on", "off") if round_ % 2 == 0 else ("off", "on")):
@@ -85,19 +85,22 @@ def throughput(rounds: int, run_seconds: float) -> dict[str, list[tuple[float, f
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=30.0)
-    parser.add_argument("--rounds", type=int, default=8)
-    parser.add_argument("--run-seconds", type=float, default=3.0)
+    parser.add_argument("--rounds", type=int, default=16)
+    parser.add_argument("--steps", type=int, default=60, help="measured steps of the reference workload")
+    parser.add_argument("--cpus", default="last", help="CPUs to pin to: a list, 'last', or 'none'")
     args = parser.parse_args()
+    print(machine_line(pin(args.cpus)), flush=True)
     cost, samples = sampler_cost(args.seconds)
     print(f"sampler at 1 s: {cost:.3f}% of one core over {args.seconds:g} s ({samples} samples)  [target < 1%]")
-    found = throughput(args.rounds, args.run_seconds)
+    found = throughput(args.rounds, args.steps)
     for index, unit in ((0, "ops/s"), (1, "ops per CPU s")):
         on = statistics.median(v[index] for v in found["on"])
         off = statistics.median(v[index] for v in found["off"])
         spread = 100 * statistics.stdev(v[index] for v in found["off"]) / off
-        print(f"workload throughput ({unit}), median of {args.rounds} runs each: telemetry on {on:,.0f}, "
-              f"off {off:,.0f}; on/off = {on / off:.4f} ({100 * (on / off - 1):+.2f}%), spread of off runs "
-              f"{spread:.1f}%  [target within 1%]")
+        ratio = paired_ratio([v[index] for v in found["on"]], [v[index] for v in found["off"]], seed=index)
+        print(f"workload throughput ({unit}), medians of {args.rounds} runs each: telemetry on {on:,.0f}, "
+              f"off {off:,.0f}; on/off {ratio.text(4)} (median of the rounds' ratios [95% CI]), spread of "
+              f"off runs {spread:.1f}%  [target within 1%]")
 
 
 if __name__ == "__main__":

@@ -36,12 +36,22 @@ class BackendError(KubebenchError):
     exit_code = 1
 
 
+class InfrastructureError(BackendError):
+    """The place jobs run failed, not the job (an API server error, a machine out of processes):
+    a run failing so is tried again when the spec sets ``retries``."""
+
+
+class BusyError(KubebenchError):
+    """Another kubebench process is running the same experiment."""
+
+
 class StoreError(KubebenchError):
     """The results store is unreachable, locked, or of an unknown schema version."""
 
 
 class StorageError(KubebenchError):
-    """Shared storage (a folder, S3, GCS …) is unknown, unreachable, or refuses a read or write."""
+    """Shared storage (a folder, S3, GCS …) is unknown, unreachable, or refuses a read or write
+    (a read-only folder, a full disk)."""
 
 
 class ExportError(KubebenchError):

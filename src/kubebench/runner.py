@@ -1,39 +1,31 @@
 """Wire the steps of one experiment: plan → render → backend → collect → store.
 
 The runner holds no results itself: each run's state goes to the store as it changes, so a killed
-runner resumes where it stopped (``kubebench run --id``).
+runner resumes where it stopped (``kubebench run --id``): runs it left ``running`` are recorded as
+interrupted, what they left running is stopped, and they are redone (see ``attempts``).
 """
 
 from __future__ import annotations
 
-import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Callable, Protocol
 
-import yaml
-
 from . import registry
-from .backends.base import Backend, Outcome
-from .errors import BackendError
-from .collect.context import RunContext
-from .collect.metrics import collect, replica_logs
-from .monitor.recorder import RunTelemetry
-from .monitor.reporters import report_run
+from .attempts import INTERRUPTED, dump_yaml, execute_run, log_tail  # noqa: F401  (dump_yaml, log_tail: API)
+from .backends.base import Backend
+from .cancel import Cancel
+from .locks import ExperimentLock
 from .paths import RunPaths
 from .plan.adaptive import next_round
 from .plan.plan import Plan, Run, make_plan, new_experiment_id
-from .provenance import job_images, machine, workload
 from .render.job import RenderedJob, job_fingerprint, render_run
 from .settings import Settings
-from .storage.runs import run_location, shared_storage, upload_run, write_run_record
+from .storage.runs import shared_storage
 from .spec.model import AdaptiveRepeats, LoadedSpec
 from .store.records import ExperimentRecord, RunResult
 from .store.store import Store
-
-LOG_TAIL_LINES = 20
 
 
 class Progress(Protocol):
@@ -92,30 +84,54 @@ def make_backend(loaded: LoadedSpec) -> Backend:
 
 
 def execute(experiment: Experiment, store: Store, progress: Progress | None = None,
-            parallelism: int | None = None) -> None:
+            parallelism: int | None = None, cancel: Cancel | None = None) -> None:
     """Run every run of the plan that has not yet succeeded, recording each in the store.
 
     Up to ``parallelism`` runs (default: the spec's) are in flight at once; warm-up runs all end
-    before counted ones start. On Ctrl-C every job in flight is cancelled before the error goes on.
+    before counted ones start. On Ctrl-C (or ``cancel.request()``) every job in flight is cancelled
+    and recorded so, no other run starts, and KeyboardInterrupt goes on. Only one runner runs an
+    experiment at a time (BusyError otherwise); runs that a killed runner left ``running`` are redone.
     """
     progress = progress or _Silent()
+    cancel = cancel or Cancel()
     plan, spec = experiment.plan, experiment.loaded.spec
     backend = make_backend(experiment.loaded)
-    validate(experiment, backend)
+    cancel.attach(backend)
+    try:
+        validate(experiment, backend)
+        with ExperimentLock(experiment.settings.experiments_root / plan.experiment_id, plan.experiment_id):
+            _execute(experiment, store, progress, parallelism or spec.parallelism, cancel, backend)
+    finally:
+        try:
+            backend.close()
+        finally:
+            cancel.detach(backend)
+
+
+def _execute(experiment: Experiment, store: Store, progress: Progress, width: int, cancel: Cancel,
+             backend: Backend) -> None:
+    plan, spec = experiment.plan, experiment.loaded.spec
     now = time.time()
     record = ExperimentRecord(
         id=plan.experiment_id, name=spec.name, backend=spec.backend.kind, source=experiment.loaded.source,
         spec_text=experiment.loaded.text, job_fingerprint=plan.job_fingerprint, created_at=now, updated_at=now,
     )
     store.begin_experiment(record, plan)
+    # We hold the experiment's lock: a run still `running` was left so by a runner that is gone.
+    store.interrupt_running(plan.experiment_id, INTERRUPTED)
+    # Any run tried before and not done may have left processes behind (its runner killed, then the
+    # run marked failed by whoever saw it die): they are stopped before it is redone.
+    leftovers = {r.run_id for r in store.runs(plan.experiment_id, include_warmup=True)
+                 if r.attempts and r.status != "succeeded"}
     done = store.succeeded_run_ids(plan.experiment_id)
     progress.started(plan, len([r for r in plan.runs if r.id in done]))
     todo = [run for run in plan.runs if run.id not in done]
-    width = parallelism or spec.parallelism
 
     def one(run: Run) -> None:
+        if cancel.requested:
+            raise KeyboardInterrupt  # asked to stop: no new run starts
         progress.run_started(run)
-        progress.run_finished(run, execute_run(experiment, backend, store, run))
+        progress.run_finished(run, execute_run(experiment, backend, store, run, leftover=run.id in leftovers))
 
     def run_all(runs: list[Run]) -> None:
         if width <= 1:
@@ -125,12 +141,9 @@ def execute(experiment: Experiment, store: Store, progress: Progress | None = No
             for stage in ([r for r in runs if r.warmup], [r for r in runs if not r.warmup]):
                 _in_parallel(stage, width, one, backend)
 
-    try:
-        run_all(todo)
-        if experiment.adaptive is not None:
-            _adaptive_rounds(experiment, store, record, progress, run_all)
-    finally:
-        backend.close()
+    run_all(todo)
+    if experiment.adaptive is not None:
+        _adaptive_rounds(experiment, store, record, progress, run_all)
 
 
 def _adaptive_rounds(experiment: Experiment, store: Store, record: ExperimentRecord, progress: Progress,
@@ -180,110 +193,3 @@ def validate(experiment: Experiment, backend: Backend) -> None:
     storage = shared_storage(experiment.settings, experiment.loaded.spec.storage, experiment.loaded.base_dir)
     if storage is not None:
         storage.check()  # a missing bucket or a read-only folder stops the start, not every run
-
-
-def execute_run(experiment: Experiment, backend: Backend, store: Store, run: Run) -> RunResult:
-    """One run: fresh folders, render, submit, wait, collect, copy to shared storage, record.
-
-    A failure is a result.
-    """
-    paths = experiment.local_paths(run)
-    _prepare_folders(paths)
-    job = experiment.render(run, backend)
-    _write_config(paths, job, run)
-    storage = shared_storage(experiment.settings, experiment.loaded.spec.storage, experiment.loaded.base_dir)
-    store.start_run(run.id, run_location(storage, paths))
-    handle = None
-    telemetry = RunTelemetry(experiment.loaded.spec.telemetry, experiment.plan.experiment_id, run.id)
-    try:
-        handle = backend.submit(job, backend.job_paths(paths))
-        telemetry.start(handle)  # telemetry: from submit to the end of wait
-        outcome = backend.wait(handle, experiment.loaded.spec.timeout)
-        telemetry.stop()
-        backend.logs(handle, paths)
-    except BackendError as e:
-        outcome = Outcome("failed", None, str(e))
-    except KeyboardInterrupt:
-        store.finish_run(RunResult(run_id=run.id, status="cancelled", reason="cancelled by the user",
-                                   finished_at=time.time()))
-        raise
-    finally:
-        telemetry.stop()
-    result = _result(experiment, run, paths, outcome, job, _provenance(experiment, backend, job, handle))
-    result = telemetry.record(store, result)  # series stored; summaries added to the metrics
-    write_run_record(paths, result)
-    if storage is not None:
-        result = upload_run(storage, paths, result)
-    if experiment.loaded.spec.report:
-        result = report_run(experiment.loaded.spec.report, _context(experiment, run, paths, job), result)
-    store.finish_run(result)
-    return result
-
-
-def _context(experiment: Experiment, run: Run, paths: RunPaths, job: RenderedJob) -> RunContext:
-    return RunContext(experiment.plan.experiment_id, run.trial.id, run.id, run.repeat, run.trial.params, paths,
-                      job.workdir)
-
-
-def _prepare_folders(paths: RunPaths) -> None:
-    run_dir = Path(paths.run)
-    if run_dir.exists():
-        shutil.rmtree(run_dir)  # a redone run starts clean: no stale outputs or result.json
-    for folder in (paths.config, paths.output, paths.result):
-        Path(folder).mkdir(parents=True)
-    Path(paths.data_root).mkdir(parents=True, exist_ok=True)
-
-
-def _write_config(paths: RunPaths, job: RenderedJob, run: Run) -> None:
-    config = Path(paths.config)
-    (config / "manifest.yaml").write_text(dump_yaml(job.manifest), encoding="utf-8")
-    (config / "params.yaml").write_text(dump_yaml(run.trial.params), encoding="utf-8")
-
-
-def dump_yaml(data: object) -> str:
-    """YAML in the order given, with libyaml's emitter when present (ten times faster)."""
-    return yaml.dump(data, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False)
-
-
-def _provenance(experiment: Experiment, backend: Backend, job: RenderedJob, handle: object) -> dict:
-    """Machine and software of this runner, the workload's commit, and where the backend ran the job."""
-    kind = experiment.loaded.spec.backend.kind
-    data = {**machine(), **workload(job.workdir), "backend": kind}
-    if kind != "local" and job_images(job.manifest):
-        data["image"] = ", ".join(job_images(job.manifest))
-    if handle is not None:
-        try:
-            data.update(backend.provenance(handle))
-        except BackendError:
-            pass  # provenance is best effort: the run's numbers still count
-    return data
-
-
-def _result(experiment: Experiment, run: Run, paths: RunPaths, outcome: Outcome, job: RenderedJob,
-            provenance: dict | None = None) -> RunResult:
-    finished = time.time()
-    spec = experiment.loaded.spec
-    status, reason, metrics, info = outcome.state, outcome.reason, {}, {}
-    if outcome.state == "succeeded":
-        ctx = RunContext(experiment.plan.experiment_id, run.trial.id, run.id, run.repeat, run.trial.params,
-                         paths, job.workdir)
-        collected = collect(ctx, spec.postprocess, spec.metrics)
-        metrics, info = collected.metrics, collected.info
-        if collected.error:
-            status, reason = "failed", collected.error
-    return RunResult(run_id=run.id, status=status, metrics=metrics, info=info, exit_code=outcome.exit_code,
-                     reason=reason, log_tail=log_tail(Path(paths.output), reason), finished_at=finished,
-                     provenance=provenance or {})
-
-
-def log_tail(output: Path, reason: str) -> str:
-    """The end of the log of the replica named in ``reason`` (else of rank 0)."""
-    logs = replica_logs(output)
-    if not logs:
-        return ""
-    named = [p for p in logs if reason.startswith(p.stem + " ")]
-    with open((named or logs)[0], "rb") as f:
-        f.seek(0, 2)
-        f.seek(max(0, f.tell() - 64_000))
-        lines = f.read().decode("utf-8", errors="replace").splitlines()
-    return "\n".join(lines[-LOG_TAIL_LINES:])

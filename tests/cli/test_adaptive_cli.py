@@ -14,13 +14,7 @@ runner = CliRunner(env={"COLUMNS": "200"})
 SPEC = """
 name: adaptive
 job:
-  command:
-    - python
-    - -c
-    - |
-      import os, random, kubebench
-      rng = random.Random(os.environ["KUBEBENCH_RUN_ID"])
-      kubebench.report(rate=100 * rng.gauss(1, {{ noise }}))
+  command: [python, -m, kubebench.workloads.synthetic, noisy, --metric, rate, --mean, 100, --noise, "{{ noise }}"]
 parameters:
   noise: [0.002, 0.2]
 repeats: {min: 3, max: 8, target_ci: 0.02}

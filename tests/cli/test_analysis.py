@@ -12,17 +12,12 @@ from kubebench.cli import app
 
 runner = CliRunner(env={"COLUMNS": "200"})
 
-# Throughput 100 × speed × size with 2% noise, seeded by the run id so the test is deterministic.
+# Throughput 100 × speed × size × √workers with 2% noise, seeded by the run id so the test is deterministic.
 NOISY = """
 name: noisy
 job:
-  command:
-    - python
-    - -c
-    - |
-      import os, random, kubebench
-      rng = random.Random(os.environ["KUBEBENCH_RUN_ID"])
-      kubebench.report(throughput=100 * {{ speed }} * {{ size }} * rng.gauss(1, 0.02) * {{ workers }} ** 0.5)
+  command: [python, -m, kubebench.workloads.synthetic, noisy, --metric, throughput,
+            --mean, "{{ 100 * speed * size * workers ** 0.5 }}", --noise, 0.02]
 parameters:
   size: [1, 2]
   speed: SPEED

@@ -137,7 +137,7 @@ def test_missing_metric_and_timeout_are_failures(home: Path, write) -> None:
     assert result.exit_code == 1
     assert time.monotonic() - started < 15
     runs = {r["params"]["sleep"]: r for r in json.loads(invoke("results", "slow-1", "-f", "json").output)}
-    assert (runs[0]["status"], runs[0]["reason"]) == ("failed", "metric missing: never_reported")
+    assert (runs[0]["status"], runs[0]["reason"]) == ("failed", "metric 'never_reported' missing from the run's outputs")
     assert (runs[30]["status"], runs[30]["reason"]) == ("timeout", "timed out after 1s")
 
 

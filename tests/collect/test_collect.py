@@ -133,13 +133,13 @@ def test_collect_precedence_and_missing_metrics(ctx: RunContext) -> None:
     collected = collect(ctx, [regex], declared)
     assert collected.metrics == {"a": 1.0, "b": 5.0, "c": 3.0}
     assert collected.info == {"note": "hi"}
-    assert collected.error == "metric missing: z"
+    assert collected.error == "metric 'z' missing from the run's outputs"
 
 
 def test_collect_reports_a_failed_postprocessor(ctx: RunContext) -> None:
     config = RegexConfig(file="absent.log", pattern=r"(?P<x>\d+)")
     collected = collect(ctx, [config], [])
-    assert collected.error.startswith("post-processing failed: regex: cannot read output/absent.log")
+    assert collected.error.startswith("post-processor 'regex' failed: cannot read output/absent.log")
 
 
 def test_steady_state_metrics_from_step_times(ctx: RunContext) -> None:
@@ -165,4 +165,4 @@ def test_drift_within_a_run_is_flagged(ctx: RunContext) -> None:
 
 def test_a_malformed_step_file_fails_post_processing(ctx: RunContext) -> None:
     (ctx.output / "step_times.json").write_text(json.dumps({"steps": [1, 2]}))
-    assert collect(ctx, [], []).error.startswith("post-processing failed: output/step_times.json must hold")
+    assert collect(ctx, [], []).error.startswith("output/step_times.json must hold")

@@ -15,13 +15,8 @@ runner = CliRunner(env={"COLUMNS": "200"})
 SPEC = """
 name: report-demo
 job:
-  command:
-    - python
-    - -c
-    - |
-      import os, random, kubebench
-      rng = random.Random(os.environ["KUBEBENCH_RUN_ID"])
-      kubebench.report(throughput={{ speed }} * 100 * {{ workers }} ** 0.8 * rng.gauss(1, 0.03))
+  command: [python, -m, kubebench.workloads.synthetic, noisy, --metric, throughput,
+            --mean, "{{ speed * 100 * workers ** 0.8 }}", --noise, 0.03]
 parameters:
   workers: [1, 2, 4]
   batch: [8, 16]

@@ -25,6 +25,8 @@ class JobStatus:
     phase: JobPhase
     exit_code: int | None = None
     reason: str = ""
+    #: A failure of where the job ran (evicted, node lost), not of the job: ``retries`` apply.
+    infrastructure: bool = False
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,8 @@ class Outcome:
     state: Final
     exit_code: int | None
     reason: str
+    #: The job failed for its infrastructure, not for itself (see ``BenchmarkSpec.retries``).
+    infrastructure: bool = False
 
 
 class Backend(ABC):
@@ -84,6 +88,19 @@ class Backend(ABC):
         """Make every ``wait`` in progress, in any thread, cancel its job and raise KeyboardInterrupt."""
         self._interrupted.set()
 
+    def abort(self) -> None:
+        """Stop every job in flight at once, without waiting (a second Ctrl-C): best effort, called
+        from a signal handler just before the process exits, so it must not block or take locks."""
+
+    def reclaim(self, leftovers: list[tuple[RenderedJob, RunPaths]]) -> None:
+        """Stop what a killed runner left running for these runs (their jobs as rendered now), so that
+        nothing of an earlier attempt writes into a run's folder once it is redone."""
+
+    def sleep(self, seconds: float) -> None:
+        """Sleep (between two attempts of a run); an interrupt ends it with KeyboardInterrupt."""
+        if self._interrupted.wait(seconds):
+            raise KeyboardInterrupt
+
     def pause(self, handle: Any, seconds: float) -> None:
         """Sleep between two status checks; backends told of changes may wake up earlier."""
         time.sleep(seconds)
@@ -106,7 +123,7 @@ class Backend(ABC):
                 status = self.status(handle)
                 if status.phase != "running":
                     self.finished(handle)
-                    return Outcome(status.phase, status.exit_code, status.reason)
+                    return Outcome(status.phase, status.exit_code, status.reason, status.infrastructure)
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     self.cancel(handle)

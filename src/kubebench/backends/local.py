@@ -4,6 +4,7 @@ that Kubeflow's operator would give its pod, so the same rendered job runs on Ku
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -15,13 +16,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, IO, Literal
 
-from ..errors import BackendError
+from ..errors import BackendError, InfrastructureError
 from ..paths import RunPaths
 from ..render.kinds import ReplicaGroup, replica_groups
 from ..spec.base import PluginConfig
+from . import orphans
 from .base import Backend, JobStatus
+from .reasons import exit_code, exit_reason
 
 LOCALHOST = "127.0.0.1"
+#: Errors of starting a process that say the machine is out of something, not that the job is wrong.
+_INFRASTRUCTURE_ERRNOS = frozenset({errno.EAGAIN, errno.ENOMEM, errno.EMFILE, errno.ENFILE})
 
 if TYPE_CHECKING:
     from ..render.job import RenderedJob
@@ -50,7 +55,7 @@ class ReplicaLaunch:
         return f"{self.type}-{self.index}"
 
 
-@dataclass
+@dataclass(eq=False)
 class LocalJob:
     """Handle of a running local job."""
 
@@ -67,6 +72,12 @@ class LocalBackend(Backend):
     poll_factor = 1.25
     poll_max = 0.1
 
+    def __init__(self, config: LocalConfig) -> None:
+        super().__init__(config)
+        # Jobs started and not yet stopped, for abort(). Only set operations (atomic under the GIL)
+        # touch it: abort() runs in a signal handler that may interrupt any of them.
+        self._live: set[LocalJob] = set()
+
     def job_paths(self, local: RunPaths) -> RunPaths:
         """Local processes see the same folders as kubebench."""
         return local
@@ -75,6 +86,7 @@ class LocalBackend(Backend):
         """Start every replica in its own process group, logging to ``output/<type>-<index>.log``."""
         launches = plan_launches(job.manifest, Path(paths.config))
         handle = LocalJob()
+        self._live.add(handle)
         try:
             for launch in launches:
                 log = open(Path(paths.output) / f"{launch.name}.log", "wb")
@@ -91,7 +103,11 @@ class LocalBackend(Backend):
                 handle.processes.append((launch, process))
         except OSError as e:
             self.cancel(handle)
-            raise BackendError(f"cannot start {launch.name} ({launch.argv[0]}): {e.strerror or e}") from e
+            error = InfrastructureError if e.errno in _INFRASTRUCTURE_ERRNOS else BackendError
+            raise error(f"cannot start {launch.name} ({launch.argv[0]}): {e.strerror or e}") from e
+        except BaseException:  # Ctrl-C between two starts: no replica may outlive its job
+            self.cancel(handle)
+            raise
         return handle
 
     def status(self, handle: LocalJob) -> JobStatus:
@@ -102,7 +118,7 @@ class LocalBackend(Backend):
             if code is None:
                 running = True
             elif code != 0:
-                return JobStatus("failed", _exit_code(code), f"{launch.name} {_describe_exit(code)}")
+                return JobStatus("failed", exit_code(code), f"{launch.name} {exit_reason(code)}")
         return JobStatus("running") if running else JobStatus("succeeded", 0)
 
     def logs(self, handle: LocalJob, paths: RunPaths) -> None:
@@ -123,10 +139,20 @@ class LocalBackend(Backend):
         for _, process in handle.processes:
             process.wait()
         _close_logs(handle)
+        self._live.discard(handle)
 
     def finished(self, handle: LocalJob) -> None:
         """Stop the other replicas of a failed job, and anything a replica left behind."""
         self.cancel(handle)
+
+    def abort(self) -> None:
+        """SIGKILL the process group of every replica started and not yet stopped; wait for none."""
+        for handle in list(self._live):
+            _signal_groups([p.pid for _, p in list(handle.processes)], signal.SIGKILL)
+
+    def reclaim(self, leftovers: list[tuple[RenderedJob, RunPaths]]) -> None:
+        """Kill the processes a killed runner left running in these runs (see :mod:`.orphans`)."""
+        orphans.stop({str(paths.run) for _, paths in leftovers})
 
 
 def _close_logs(handle: LocalJob) -> None:
@@ -140,19 +166,6 @@ def _signal_groups(groups: list[int], sig: signal.Signals) -> None:
             os.killpg(pgid, sig)
         except (ProcessLookupError, PermissionError):
             pass  # the whole group has already exited
-
-
-def _exit_code(code: int) -> int:
-    return 128 - code if code < 0 else code
-
-
-def _describe_exit(code: int) -> str:
-    if code < 0:
-        name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
-        return f"was killed by signal {name}"
-    if code == 137:
-        return "exited with code 137 (killed: out of memory?)"
-    return f"exited with code {code}"
 
 
 def plan_launches(manifest: dict, config_dir: Path) -> list[ReplicaLaunch]:

@@ -77,6 +77,24 @@ def show(
     console.print(f"runs: {counts}")
     _print_environment(console, db, experiment_id)
     print_results(console, db, experiment_id)
+    _print_attempts(console, db, experiment_id)
+
+
+def _print_attempts(console, db, experiment_id: str) -> None:
+    """Every attempt of the runs that took more than one (retried, or redone after an interruption)."""
+    from rich.table import Table
+
+    repeated = {run_id: found for run_id, found in db.attempts(experiment_id).items() if len(found) > 1
+                or found[-1].status == "interrupted"}
+    if not repeated:
+        return
+    table = Table(title="attempts of runs tried more than once")
+    for name in ("run", "attempt", "status", "exit", "reason"):
+        table.add_column(name)
+    for run_id, found in repeated.items():
+        for a in found:
+            table.add_row(run_id, str(a.attempt), a.status, "" if a.exit_code is None else str(a.exit_code), a.reason)
+    console.print(table)
 
 
 def _print_environment(console, db, experiment_id: str) -> None:

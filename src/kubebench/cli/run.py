@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 from typing import Annotated, Optional
 
@@ -48,6 +49,7 @@ def run(
 
 
 def _execute(experiment, config, console, metrics_port: Optional[int] = None) -> int:
+    from ..cancel import Cancel, stop_signals
     from ..present.progress import RichProgress
     from ..runner import execute
     from ..store.records import FAILED_STATES
@@ -60,12 +62,15 @@ def _execute(experiment, config, console, metrics_port: Optional[int] = None) ->
         from ..monitor.exposition import serve_metrics
 
         server = serve_metrics(store, metrics_port)
+    cancel = Cancel()
     try:
-        with RichProgress(console) as progress:
-            execute(experiment, store, progress)
+        with stop_signals(cancel, exp_id), RichProgress(console) as progress:
+            execute(experiment, store, progress, cancel=cancel)
     except KeyboardInterrupt:
-        make_console(stderr=True).print(f"interrupted: the run in flight was cancelled; resume with --id {exp_id}")
-        raise typer.Exit(130) from None
+        signum = cancel.signal or signal.SIGINT
+        make_console(stderr=True).print(f"interrupted ({signal.Signals(signum).name}): the runs in flight were "
+                                        f"cancelled; resume with --id {exp_id}", soft_wrap=True)
+        raise typer.Exit(128 + signum) from None
     finally:
         if server is not None:
             server.shutdown()

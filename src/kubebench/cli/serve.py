@@ -1,14 +1,14 @@
-"""``kubebench serve`` (the web server: ``/metrics`` for Prometheus, the dashboard later) and
+"""``kubebench serve`` (the dashboard, its JSON API and ``/metrics`` for Prometheus) and
 ``kubebench grafana-dashboard``.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
-from . import StoreOpt, app, expected_errors
+from . import StoreOpt, app, expected_errors, make_console
 
 
 @app.command()
@@ -17,16 +17,48 @@ def serve(
     store: StoreOpt = None,
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port to listen on.")] = 8080,
+    read_only: Annotated[bool, typer.Option("--read-only", help="Serve pages and results only: every change is refused.")] = False,
+    token: Annotated[Optional[str], typer.Option(
+        "--token", envvar="KUBEBENCH_TOKEN", show_default=False,
+        help="Token that launching, cancelling and deleting need (default: a new one, printed at start).")] = None,
 ) -> None:
-    """Serve the store over HTTP: /metrics for Prometheus (runs, durations, latest metrics, live telemetry)."""
+    """Serve the dashboard (pages, JSON API at /api, docs at /docs) and /metrics for Prometheus."""
     import uvicorn
 
     from ..settings import settings
     from ..store.store import open_store
-
     from ..web.app import make_app
+    from ..web.auth import new_token
 
-    uvicorn.run(make_app(open_store(settings(store).store_url)), host=host, port=port, log_level="warning")
+    config = settings(store)
+    token = token or new_token()
+    web = make_app(open_store(config.store_url), config, token=token, read_only=read_only)
+    err = make_console(stderr=True)
+    if not read_only and not _loopback(host):
+        err.print(f"[yellow]warning:[/] listening on {host}, reachable from other machines: anyone with the "
+                  "token can launch processes here; use --read-only, or keep the default 127.0.0.1")
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    url = f"http://{_url_host(shown)}:{port}/"
+    if read_only:
+        typer.echo(f"kubebench dashboard (read-only): {url}")
+    else:  # the page keeps the token and takes it out of the address bar
+        typer.echo(f"kubebench dashboard: {url}?token={token}")
+    uvicorn.run(web, host=host, port=port, log_level="warning")
+
+
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a host name: it may resolve to anything
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
 
 
 @app.command("grafana-dashboard")

@@ -100,6 +100,9 @@ def collect(ctx: RunContext, postprocess: Sequence[PluginConfig], declared: Sequ
     """All metrics of a finished run. Later sources override earlier ones: steady-state metrics of
     ``output/step_times.json``, protocol lines, post-processors in order, then
     ``result/result.json`` (the job's or a post-processor's).
+
+    A failure is the run's, in one stable phrase: ``post-processor 'regex' failed: …``,
+    ``metric 'x' missing from the run's outputs``, or what is wrong with an output file.
     """
     from .steady import steady_state_metrics
 
@@ -107,13 +110,32 @@ def collect(ctx: RunContext, postprocess: Sequence[PluginConfig], declared: Sequ
         metrics, info = steady_state_metrics(ctx.output)
         metrics.update(metrics_from_logs(ctx.output))
         for config in postprocess:
-            processor = registry.load("postprocessors", config.kind)(config)
-            metrics.update(processor.run(ctx))
+            metrics.update(_postprocess(config, ctx))
         numbers, result_info = read_result_json(ctx.result / "result.json")
     except PostprocessError as e:
-        return Collected(error=f"post-processing failed: {e}")
+        return Collected(error=str(e))
+    except OSError as e:  # a log that cannot be read back (storage gone, I/O error)
+        return Collected(error=f"cannot read the run's outputs: {e.strerror or e}")
     metrics.update(numbers)
     info.update(result_info)
     missing = [m.name for m in declared if m.required and m.name not in metrics]
-    error = f"metric missing: {', '.join(missing)}" if missing else ""
-    return Collected(metrics, info, error)
+    return Collected(metrics, info, missing_reason(missing))
+
+
+def _postprocess(config: PluginConfig, ctx: RunContext) -> dict[str, float]:
+    processor = registry.load("postprocessors", config.kind)(config)
+    try:
+        return processor.run(ctx)
+    except PostprocessError as e:
+        message = str(e).removeprefix(f"{config.kind}: ")  # a plugin naming itself: named once
+        raise PostprocessError(f"post-processor {config.kind!r} failed: {message}") from e
+    except Exception as e:  # a bug of a plugin is still the run's failure, not the experiment's
+        raise PostprocessError(f"post-processor {config.kind!r} failed: {type(e).__name__}: {e}") from e
+
+
+def missing_reason(missing: Sequence[str]) -> str:
+    """``metric 'x' missing from the run's outputs`` (several: ``metrics 'x', 'y' missing …``); empty if none."""
+    if not missing:
+        return ""
+    names = ", ".join(repr(name) for name in missing)
+    return f"metric{'s' if len(missing) > 1 else ''} {names} missing from the run's outputs"

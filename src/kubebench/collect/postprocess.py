@@ -68,7 +68,7 @@ class RegexPostprocessor:
         try:
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError as e:
-            raise PostprocessError(f"regex: cannot read output/{self.config.file}: {e.strerror or e}") from e
+            raise PostprocessError(f"cannot read output/{self.config.file}: {e.strerror or e}") from e
         values: dict[str, list[float]] = {}
         for match in self.pattern.finditer(text):
             for name, raw in match.groupdict().items():

@@ -139,6 +139,13 @@ class BenchmarkSpec(Model):
     storage: str | None = None
     #: Runs in flight at once (each is one job; warm-up runs still finish before counted ones).
     parallelism: int = Field(1, ge=1, le=1000)
+    #: Further attempts of a run that failed for its infrastructure, not for itself: an API server
+    #: answering 5xx/429 or unreachable after the client's own retries, a pod evicted or preempted,
+    #: a lost node, a machine that cannot start another process (EAGAIN, ENOMEM, EMFILE). Never
+    #: retried: the workload's own exit code or signal, out of memory, a timeout, a missing metric,
+    #: a failed post-processor, an image that cannot be pulled, a refused request (403, 422).
+    #: Every attempt is recorded (``run_attempts``; shown by ``kubebench show``).
+    retries: int = Field(0, ge=0, le=20)
     #: Telemetry of every run (on by default): process tree, machine and GPUs, or Prometheus on Kubernetes.
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     #: Reporters called with each finished run (``[{kind: pushgateway, url: …}]``).

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 from sqlalchemy import Connection, Engine, create_engine, event
@@ -12,8 +13,16 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 
 from ..errors import StoreError
 
-#: How long a writer waits for another one's lock (SQLite) or a server to answer (PostgreSQL).
+#: How long a writer waits for another one's lock (SQLite; ``?timeout=S`` in the URL sets another)
+#: or a server to answer (PostgreSQL).
 BUSY_TIMEOUT_S = 30
+#: What SQLite's terse errors mean for someone running kubebench.
+_SQLITE_HINTS = {
+    "database is locked": "another process has held the store's write lock for longer than the busy timeout",
+    "database or disk is full": "no space left for the store's file",
+    "attempt to write a readonly database": "the store's file or folder is not writable",
+    "disk I/O error": "the store's file could not be read or written",
+}
 CONNECT_TIMEOUT_S = 10
 _DRIVER_HINTS = {"postgresql": "pip install 'kubebench[postgres]' (psycopg)"}
 
@@ -36,12 +45,16 @@ def make_engine(url: str) -> Engine:
         except OSError as e:
             raise StoreError(f"store URL {url!r}: cannot create the folder of the database: {e}") from e
     try:
-        engine = create_engine(parsed, **_engine_options(backend, parsed.get_driver_name()))
+        busy = float(parsed.query.get("timeout", BUSY_TIMEOUT_S)) if backend == "sqlite" else BUSY_TIMEOUT_S
+    except (TypeError, ValueError):
+        raise StoreError(f"store URL {url!r}: timeout must be a number of seconds") from None
+    try:
+        engine = create_engine(parsed, **_engine_options(backend, parsed.get_driver_name(), busy))
     except (NoSuchModuleError, ImportError) as e:
         hint = _DRIVER_HINTS.get(backend, "install its SQLAlchemy driver")
         raise StoreError(f"store URL {url!r}: database driver not installed ({hint}): {e}") from e
     if backend == "sqlite":
-        event.listen(engine, "connect", _sqlite_connect)
+        event.listen(engine, "connect", partial(_sqlite_connect, busy_timeout=busy))
         event.listen(engine, "begin", _sqlite_begin)
     return engine
 
@@ -58,7 +71,11 @@ def transaction(engine: Engine, what: str, write: bool = False) -> Iterator[Conn
         with (writer(engine) if write else engine).begin() as conn:
             yield conn
     except SQLAlchemyError as e:
-        raise StoreError(f"store {safe_url(engine)}: cannot {what}: {first_line(e)}") from e
+        message = first_line(e)
+        hint = next((h for text, h in _SQLITE_HINTS.items() if text in message), None)
+        if hint and engine.dialect.name == "sqlite":
+            message = f"{message} ({hint})"
+        raise StoreError(f"store {safe_url(engine)}: cannot {what}: {message}") from e
 
 
 def safe_url(engine: Engine) -> str:
@@ -72,16 +89,16 @@ def first_line(e: Exception) -> str:
     return text.strip().splitlines()[0] if text.strip() else type(e).__name__
 
 
-def _engine_options(backend: str, driver: str) -> dict:
+def _engine_options(backend: str, driver: str, busy: float = BUSY_TIMEOUT_S) -> dict:
     if backend == "sqlite":
-        return {"connect_args": {"timeout": BUSY_TIMEOUT_S}}
+        return {"connect_args": {"timeout": busy}}
     options: dict = {"pool_pre_ping": True}
     if backend == "postgresql" and driver in ("psycopg", "psycopg2"):
         options["connect_args"] = {"connect_timeout": CONNECT_TIMEOUT_S}
     return options
 
 
-def _sqlite_connect(dbapi_connection, _record) -> None:
+def _sqlite_connect(dbapi_connection, _record, busy_timeout: float = BUSY_TIMEOUT_S) -> None:
     # WAL lets readers work while a runner writes; with WAL, synchronous=NORMAL stays consistent
     # after a crash and saves an fsync per commit; foreign keys make deletes cascade.
     # isolation_level=None: SQLAlchemy emits BEGIN itself (_sqlite_begin), so that reads are
@@ -92,7 +109,7 @@ def _sqlite_connect(dbapi_connection, _record) -> None:
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_S * 1000}")
+    cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
     cursor.close()
 
 

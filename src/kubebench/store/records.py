@@ -10,6 +10,8 @@ from ..errors import SpecError
 
 RunStatus = Literal["pending", "running", "succeeded", "failed", "timeout", "cancelled"]
 FAILED_STATES = ("failed", "timeout", "cancelled")
+#: How one attempt of a run ended; ``interrupted``: its runner was killed during it (then redone).
+AttemptStatus = Literal["pending", "running", "succeeded", "failed", "timeout", "cancelled", "interrupted"]
 
 
 class Record(BaseModel):
@@ -29,6 +31,8 @@ class ExperimentRecord(Record):
     job_fingerprint: str
     created_at: float
     updated_at: float
+    #: pending, running, succeeded, failed or cancelled: derived from its runs (see store.listing)
+    state: str = "pending"
     runs_by_status: dict[str, int] = {}
 
     def declared_metrics(self) -> list[dict]:
@@ -83,6 +87,18 @@ class RunRecord(Record):
         if self.started_at is None or self.finished_at is None:
             return None
         return self.finished_at - self.started_at
+
+
+class RunAttempt(Record):
+    """One attempt of a run: how it ended (``interrupted``: its runner stopped during it)."""
+
+    run_id: str
+    attempt: int
+    status: AttemptStatus
+    reason: str = ""
+    exit_code: int | None = None
+    started_at: float | None = None
+    finished_at: float | None = None
 
 
 class RunResult(Record):

@@ -13,15 +13,25 @@ import time
 from collections.abc import Iterable, Sequence
 from functools import cache
 
-from sqlalchemy import Connection, String, bindparam, delete, insert, select, text, type_coerce, update
+from sqlalchemy import Connection, String, bindparam, delete, insert, literal, null, select, text, type_coerce, update
 
 from . import schema
-from .records import RunRecord, RunResult
+from .records import RunAttempt, RunRecord, RunResult
 
-_r, _m, _p = schema.runs, schema.metrics, schema.provenance
+_r, _m, _p, _a = schema.runs, schema.metrics, schema.provenance, schema.run_attempts
 UPDATE_RUN = update(_r).where(_r.c.id == bindparam("b_run_id"))
 DELETE_METRICS = delete(_m).where(_m.c.run_id.in_(bindparam("run_ids", expanding=True)))
 INSERT_METRICS = insert(_m)
+_ATTEMPT_COLUMNS = ("run_id", "attempt", "status", "reason", "exit_code", "started_at", "finished_at")
+#: The current attempt of runs (its row, if it was recorded already: a run ending twice keeps the last).
+DELETE_CURRENT_ATTEMPTS = delete(_a).where(
+    _a.c.run_id.in_(bindparam("run_ids", expanding=True)),
+    _a.c.attempt == select(_r.c.attempts).where(_r.c.id == _a.c.run_id).scalar_subquery(),
+)
+#: The current attempt of runs that were started, as their rows say it ended (one statement per batch).
+INSERT_CURRENT_ATTEMPTS = insert(_a).from_select(_ATTEMPT_COLUMNS, select(
+    _r.c.id, _r.c.attempts, _r.c.status, _r.c.reason, _r.c.exit_code, _r.c.started_at, _r.c.finished_at,
+).where(_r.c.id.in_(bindparam("run_ids", expanding=True)), _r.c.attempts > 0))
 #: PostgreSQL: the metrics rows of runs made from their ``metric_values`` just written.
 _PG_METRICS_FROM_JSON = text(
     "INSERT INTO metrics (run_id, name, value) SELECT runs.id, m.key, m.value::double precision "
@@ -45,6 +55,7 @@ def record_results(conn: Connection, results: Sequence[RunResult], known: dict[s
         updates.append(values)
     conn.execute(UPDATE_RUN, updates)
     run_ids = [r.run_id for r in results]
+    record_attempts(conn, run_ids)
     conn.execute(DELETE_METRICS, {"run_ids": run_ids})
     if conn.dialect.name == "postgresql":
         # one statement instead of a round of the pipeline per row: twice the rows per second
@@ -53,6 +64,35 @@ def record_results(conn: Connection, results: Sequence[RunResult], known: dict[s
     metric_rows = [{"run_id": r.run_id, "name": k, "value": v} for r in results for k, v in r.metrics.items()]
     if metric_rows:
         conn.execute(INSERT_METRICS, metric_rows)
+
+
+def record_attempts(conn: Connection, run_ids: list[str]) -> None:
+    """Add the current attempt of these runs, as their rows now say it ended, to ``run_attempts``."""
+    conn.execute(DELETE_CURRENT_ATTEMPTS, {"run_ids": run_ids})
+    conn.execute(INSERT_CURRENT_ATTEMPTS, {"run_ids": run_ids})
+
+
+def interrupt_running(conn: Connection, experiment_id: str, reason: str) -> list[str]:
+    """Runs of the experiment left ``running`` by a runner that stopped: their attempt is recorded
+    as ``interrupted`` and they become ``pending`` again (to be redone). Returns their ids."""
+    ids = list(conn.scalars(select(_r.c.id).where(_r.c.experiment_id == experiment_id, _r.c.status == "running")))
+    if ids:
+        conn.execute(DELETE_CURRENT_ATTEMPTS, {"run_ids": ids})
+        conn.execute(insert(_a).from_select(_ATTEMPT_COLUMNS, select(
+            _r.c.id, _r.c.attempts, literal("interrupted"), literal(reason), null(), _r.c.started_at, null(),
+        ).where(_r.c.id.in_(ids), _r.c.attempts > 0)))
+        conn.execute(update(_r).where(_r.c.id.in_(ids)).values(status="pending", reason=reason, exit_code=None))
+    return ids
+
+
+def attempts_of(conn: Connection, experiment_id: str) -> dict[str, list[RunAttempt]]:
+    """Every recorded attempt of the experiment's runs, by run id, in order (one query)."""
+    query = (select(*(_a.c[c] for c in _ATTEMPT_COLUMNS)).join(_r, _r.c.id == _a.c.run_id)
+             .where(_r.c.experiment_id == experiment_id).order_by(_a.c.run_id, _a.c.attempt))
+    found: dict[str, list[RunAttempt]] = {}
+    for row in conn.execute(query):
+        found.setdefault(row.run_id, []).append(RunAttempt(**row._mapping))
+    return found
 
 
 def save_provenance(conn: Connection, data: dict, known: dict[str, str]) -> str | None:

@@ -21,9 +21,9 @@ from sqlalchemy import (
     Text,
 )
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 5
 #: The Alembic revision of ``SCHEMA_VERSION`` (checked against the migrations by a test).
-HEAD_REVISION = "0003"
+HEAD_REVISION = "0005"
 
 metadata = MetaData()
 
@@ -45,6 +45,12 @@ experiments = Table(
     Column("job_fingerprint", String(32), nullable=False),
     Column("created_at", Float, nullable=False, index=True),
     Column("updated_at", Float, nullable=False),
+    # derived from the states of its counted runs whenever they change (store.listing): the
+    # dashboard filters and counts 10,000s of experiments by state without reading their runs
+    Column("state", String(16), nullable=False, server_default="pending"),
+    Index("ix_experiments_state_created_at", "state", "created_at"),
+    # covers the listing's filters and its newest-first order: pages and counts read no table rows
+    Index("ix_experiments_listing", "created_at", "id", "name", "backend", "state"),
 )
 
 trials = Table(
@@ -96,6 +102,20 @@ metrics = Table(
     Column("run_id", String(32), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
     Column("name", String(128), primary_key=True),
     Column("value", Float, nullable=False),
+)
+
+# one row per attempt of a run that ended, or that a resumed runner found interrupted: what retries
+# and resumes did, while `runs` holds how the last attempt ended (schema version 4)
+run_attempts = Table(
+    "run_attempts",
+    metadata,
+    Column("run_id", String(32), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    Column("attempt", Integer, primary_key=True),
+    Column("status", String(16), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("exit_code", Integer),
+    Column("started_at", Float),
+    Column("finished_at", Float),
 )
 
 # one row per sample of one series of a run (kubebench.monitor): CPU, memory, GPU … over time

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Connection, Engine, delete, func, insert, select, update
 
 from ..errors import NotFoundError, StoreError
-from . import rows, schema
+from . import listing, rows, schema
 from .engine import make_engine, transaction
 from .migrate import ensure_current
-from .records import ExperimentRecord, RunRecord, RunResult
+from .records import ExperimentRecord, RunAttempt, RunRecord, RunResult
 
 if TYPE_CHECKING:  # the spec's models cost a third of a second to import; reading results needs none
     from ..plan.plan import Plan
@@ -59,6 +59,7 @@ class Store:
                 ])
             conn.execute(update(schema.experiments).where(schema.experiments.c.id == record.id)
                          .values(updated_at=time.time()))
+            listing.refresh_states(conn, [record.id])
 
     def succeeded_run_ids(self, experiment_id: str) -> set[str]:
         """Runs already done: resuming skips them."""
@@ -78,9 +79,24 @@ class Store:
                 status="running", started_at=time.time(), finished_at=None, attempts=runs.c.attempts + 1,
                 path=path, reason="", exit_code=None,
             ))
+            listing.refresh_states_of_runs(conn, [run_id])
+
+    def interrupt_running(self, experiment_id: str, reason: str) -> list[str]:
+        """Runs a stopped runner left ``running``: record their attempt as interrupted and make them
+        pending again (call only while no other runner runs the experiment); return their ids."""
+        with self._tx("record interrupted runs", write=True) as conn:
+            ids = rows.interrupt_running(conn, experiment_id, reason)
+            if ids:
+                listing.refresh_states(conn, [experiment_id])
+        return ids
+
+    def attempts(self, experiment_id: str) -> dict[str, list[RunAttempt]]:
+        """Every recorded attempt of the experiment's runs, by run id, in order."""
+        with self._tx("read attempts") as conn:
+            return rows.attempts_of(conn, experiment_id)
 
     def finish_run(self, result: RunResult) -> None:
-        """Record how a run ended, its provenance, and replace its metrics, atomically."""
+        """Record how a run ended (and its attempt), its provenance, and replace its metrics, atomically."""
         self.finish_runs([result])
 
     def finish_runs(self, results: list[RunResult]) -> None:
@@ -89,6 +105,7 @@ class Store:
             known = dict(self._provenance_ids)
             with self._tx("record a run", write=True) as conn:
                 rows.record_results(conn, results, known)
+                listing.refresh_states_of_runs(conn, [r.run_id for r in results])
             self._provenance_ids = known  # only once committed: a rolled-back insert is not known
 
     def experiment(self, experiment_id: str) -> ExperimentRecord:
@@ -101,6 +118,18 @@ class Store:
     def experiments(self, limit: int | None = None) -> list[ExperimentRecord]:
         """Experiments, newest first, with their run counts by status (two queries, whatever the number)."""
         return self._experiments(None, limit)
+
+    def experiment_page(self, *, q: str | None = None, name: str | None = None, state: str | None = None,
+                        backend: str | None = None, since: float | None = None, until: float | None = None,
+                        offset: int = 0, limit: int = 50, active: Iterable[str] = ()) -> listing.ExperimentPage:
+        """One page of experiments, newest first, filtered and counted in SQL (see :mod:`.listing`).
+
+        ``q`` is a case-insensitive substring of id or name; ``state`` one of the experiment
+        states; the ids in ``active`` (being run by the caller) count as running.
+        """
+        query = listing.PageQuery(q, name, state, backend, since, until, offset, limit, tuple(active))
+        with self._tx("read experiments") as conn:
+            return listing.read_page(conn, query)
 
     def _experiments(self, where, limit: int | None = None) -> list[ExperimentRecord]:
         e, r = schema.experiments, schema.runs
@@ -201,6 +230,7 @@ class Store:
             run_ids = select(r.c.id).where(r.c.experiment_id == experiment_id)
             conn.execute(delete(m).where(m.c.run_id.in_(run_ids)))
             conn.execute(delete(schema.telemetry).where(schema.telemetry.c.run_id.in_(run_ids)))
+            conn.execute(delete(schema.run_attempts).where(schema.run_attempts.c.run_id.in_(run_ids)))
             deleted = conn.execute(delete(r).where(r.c.experiment_id == experiment_id)).rowcount
             conn.execute(delete(t).where(t.c.experiment_id == experiment_id))
             conn.execute(delete(e).where(e.c.id == experiment_id))

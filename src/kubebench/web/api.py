@@ -1,7 +1,197 @@
-"""The JSON API under ``/api`` (documented at ``/docs``)."""
+"""The JSON API under ``/api`` (documented at ``/docs``): experiments, launch, cancel, compare.
+
+Reads need no token; every state change depends on :func:`.auth.require_writer`. Store calls are
+blocking, so the routes are plain functions (FastAPI runs them in its thread pool).
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+import asyncio
+import json
+import shutil
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
+from fastapi.responses import JSONResponse, StreamingResponse
+from starlette.concurrency import run_in_threadpool
+
+from .. import __version__
+from ..errors import NotFoundError
+from ..store.listing import STATES
+from . import api_runs, models, queries
+from .auth import require_writer
+from .forms import LaunchRequest, TEMPLATE_FILE, form_problems, form_spec
+from .launcher import Files, LaunchError
 
 router = APIRouter(prefix="/api", tags=["api"])
+Writer = Depends(require_writer)
+MAX_PAGE = 500
+
+
+def _store(request: Request):
+    return request.app.state.store
+
+
+def _launcher(request: Request):
+    return request.app.state.launcher
+
+
+@router.get("/config", response_model=models.Config)
+def config(request: Request) -> dict:
+    """Whether the server is read-only (state changes then answer 403), and kubebench's version."""
+    return {"read_only": request.app.state.read_only, "auth": True, "version": __version__}
+
+
+@router.get("/experiments", response_model=models.ExperimentList)
+def experiments(
+    request: Request,
+    q: Annotated[str | None, Query(description="substring of id or name (case-insensitive)", max_length=200)] = None,
+    name: Annotated[str | None, Query(description="exact name")] = None,
+    state: Annotated[str | None, Query(description=f"one of {', '.join(STATES)}")] = None,
+    backend: Annotated[str | None, Query(description="exact backend")] = None,
+    since: Annotated[str | None, Query(description="created at or after: UNIX seconds or ISO date (UTC)")] = None,
+    until: Annotated[str | None, Query(description="created at or before: UNIX seconds or ISO date (UTC)")] = None,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
+) -> dict:
+    """A page of experiments, newest first, with the filtered set's size and counts by state."""
+    page = _store(request).experiment_page(
+        q=q or None, name=name or None, state=queries.check_state(state), backend=backend or None,
+        since=queries.parse_time(since, "since"), until=queries.parse_time(until, "until", end_of_day=True),
+        offset=offset, limit=limit, active=_launcher(request).active_ids())
+    return {"total": page.total, "offset": offset, "limit": limit,
+            "counts": {s: page.counts.get(s, 0) for s in STATES},
+            "items": [queries.experiment_summary(r) for r in page.items]}
+
+
+@router.get("/experiments/{experiment_id}", response_model=models.ExperimentDetail)
+def experiment(request: Request, experiment_id: str) -> dict:
+    """One experiment: spec, metrics, swept parameters, trials with statistics, and its runs."""
+    launcher = _launcher(request)
+    job = launcher.job(experiment_id)
+    try:
+        detail = queries.experiment_detail(_store(request), experiment_id, launcher.is_active(experiment_id),
+                                           job is not None)
+    except NotFoundError:
+        if job is None:
+            raise
+        return queries.unrecorded_detail(job, launcher.is_active(experiment_id))  # its runner is starting
+    if job is not None:
+        detail["runner_log"] = queries.runner_log(job)
+    return detail
+
+
+def _progress(request: Request, experiment_id: str) -> dict:
+    launcher = _launcher(request)
+    try:
+        record = _store(request).experiment(experiment_id)
+    except NotFoundError:
+        job = launcher.job(experiment_id)
+        if job is None:
+            raise
+        detail = queries.unrecorded_detail(job, launcher.is_active(experiment_id))
+        return {"state": detail["state"], "runs_by_status": detail["runs_by_status"], "runs": 0}
+    summary = queries.experiment_summary(record)
+    state = queries.live_state(record, launcher.is_active(experiment_id))
+    return {"state": state, "runs_by_status": summary["runs_by_status"], "runs": summary["runs"]}
+
+
+@router.get("/experiments/{experiment_id}/events", response_class=StreamingResponse,
+            responses={200: {"content": {"text/event-stream": {}}, "description": "server-sent events"}})
+async def events(request: Request, experiment_id: str) -> StreamingResponse:
+    """Server-sent events: ``progress`` every ~1 s while the experiment runs, then one ``done``."""
+    first = await run_in_threadpool(_progress, request, experiment_id)  # 404 before the stream starts
+    interval = getattr(request.app.state, "events_interval", 1.0)
+
+    async def stream():
+        data = first
+        while data["state"] == "running":
+            yield f"event: progress\ndata: {json.dumps(data)}\n\n"
+            await asyncio.sleep(interval)
+            if await request.is_disconnected():
+                return
+            data = await run_in_threadpool(_progress, request, experiment_id)
+        yield f"event: done\ndata: {json.dumps(data)}\n\n"
+
+    return StreamingResponse(stream(), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+
+@router.post("/experiments", status_code=201, response_model=models.Launched, dependencies=[Writer],
+             responses={401: {"model": models.Problem}, 403: {"model": models.Problem},
+                        413: {"model": models.Problem}, 422: {"model": models.LaunchProblems}})
+def launch(request: Request, body: LaunchRequest) -> dict:
+    """Start an experiment from a spec (YAML text, optionally a parameter file) or from a form.
+
+    A bad spec or form answers 422 with each problem located (line and column, or form field),
+    and nothing starts.
+    """
+    if (body.spec is None) == (body.form is None):
+        raise HTTPException(422, "give either `spec` (YAML text) or `form`")
+    if body.form is not None:
+        form = body.form
+        template = (TEMPLATE_FILE, form.template) if form.template else None
+        files = Files(form_spec(form), None, template)
+    else:
+        files = Files(body.spec, body.params)
+    try:
+        exp_id = _launcher(request).launch(files)
+    except LaunchError as e:
+        problems = form_problems(e.problems) if body.form is not None else e.problems
+        first = problems[0].message if problems else str(e)
+        return JSONResponse({"detail": f"invalid {'form' if body.form else 'spec'}: {first}",
+                             "errors": [p.model_dump() for p in problems]}, status_code=422)
+    return {"id": exp_id, "url": f"/experiments/{exp_id}"}
+
+
+@router.post("/experiments/{experiment_id}/cancel", status_code=202, response_model=models.Cancelled,
+             dependencies=[Writer], responses={409: {"model": models.Problem}})
+def cancel(request: Request, experiment_id: str) -> dict:
+    """Cancel an experiment this server launched and still runs (its run in flight is cancelled)."""
+    _store(request).experiment(experiment_id)
+    launcher = _launcher(request)
+    if not launcher.launched_here(experiment_id):
+        raise HTTPException(409, f"experiment {experiment_id} was not launched by this server: "
+                                 "stop its `kubebench run` where it runs (Ctrl-C)")
+    if not launcher.cancel(experiment_id):
+        raise HTTPException(409, f"experiment {experiment_id} is not running any more")
+    return {"id": experiment_id, "cancelled": True}
+
+
+@router.delete("/experiments/{experiment_id}", status_code=204, dependencies=[Writer],
+               responses={409: {"model": models.Problem}})
+def delete(request: Request, experiment_id: str) -> Response:
+    """Delete an experiment: its rows in the store and its runs' folders (as ``kubebench delete``)."""
+    from ..cli.data import experiment_folders
+    from ..storage import Storage
+
+    store, launcher = _store(request), _launcher(request)
+    if launcher.is_active(experiment_id) or store.experiment(experiment_id).state == "running":
+        raise HTTPException(409, f"experiment {experiment_id} is running: cancel it first")
+    settings = request.app.state.settings
+    folders = experiment_folders(store.run_folders(experiment_id), experiment_id)
+    if settings is not None:
+        scratch = settings.experiments_root / experiment_id
+        if scratch.exists() and str(scratch) not in folders:
+            folders.append(str(scratch))
+    for folder in folders:
+        Storage(folder).remove()
+    store.delete_experiment(experiment_id)
+    if settings is not None:
+        shutil.rmtree(settings.home / "launched" / experiment_id, ignore_errors=True)
+    return Response(status_code=204)
+
+
+@router.get("/compare", response_model=models.Comparison)
+def compare(
+    request: Request,
+    a: Annotated[str, Query(description="base experiment id")],
+    b: Annotated[str, Query(description="candidate experiment id")],
+    metric: Annotated[str | None, Query(description="metric (default: a's primary metric)")] = None,
+    threshold: Annotated[float, Query(gt=0, lt=1, description="relative change below which a difference is noise")] = 0.05,
+) -> dict:
+    """Two experiments compared trial by trial: ratio of medians with CI, p-value and verdict."""
+    return queries.compare_detail(_store(request), a, b, metric or None, threshold)
+
+
+router.include_router(api_runs.router)

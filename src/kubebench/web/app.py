@@ -2,27 +2,85 @@
 
 from __future__ import annotations
 
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 STATIC = Path(__file__).parent / "static"
 
 
 def make_app(store, settings=None, token: str | None = None, read_only: bool = False):
-    """The dashboard over ``store``; state changes need ``token`` and are refused when ``read_only``."""
+    """The dashboard over ``store``; state changes need ``token`` and are refused when ``read_only``.
+
+    ``settings`` say where launched experiments keep their files (default: the environment's, with
+    this store). Experiments launched here are stopped when the app stops.
+    """
     from fastapi import FastAPI
     from fastapi.staticfiles import StaticFiles
     from prometheus_client import make_asgi_app
 
+    from .. import __version__
     from ..monitor.exposition import make_registry
     from . import api, pages
+    from .auth import BodyLimit
+    from .launcher import Launcher
 
-    web = FastAPI(title="kubebench", version="1")
+    settings = settings or _default_settings(store)
+
+    @asynccontextmanager
+    async def lifespan(app):
+        yield
+        from starlette.concurrency import run_in_threadpool
+
+        await run_in_threadpool(app.state.launcher.shutdown)
+
+    web = FastAPI(title="kubebench", version=__version__, lifespan=lifespan,
+                  description="Benchmark results: experiments, runs, comparisons; launch and cancel experiments "
+                              "(state changes need `Authorization: Bearer <token>`).")
     web.state.store = store
     web.state.settings = settings
     web.state.token = token
     web.state.read_only = read_only
+    web.state.launcher = Launcher(settings, store)
+    web.state.events_interval = 1.0
+    _error_handlers(web)
+    web.add_middleware(BodyLimit)
     web.include_router(api.router)
     web.include_router(pages.router)
     web.mount("/static", StaticFiles(directory=STATIC), name="static")
     web.mount("/metrics", make_asgi_app(make_registry(store)))
     return web
+
+
+def _default_settings(store):
+    from ..settings import settings as make_settings
+
+    url = store.engine.url.render_as_string(hide_password=False)
+    return make_settings(store=url)
+
+
+def _error_handlers(web) -> None:
+    """Expected errors as ``{"detail": message}`` with their HTTP status; bad requests with located errors."""
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import JSONResponse
+
+    from ..errors import KubebenchError, NotFoundError, SpecError, StorageError, StoreError
+
+    statuses = ((NotFoundError, 404), (SpecError, 422), (StoreError, 503), (StorageError, 502), (KubebenchError, 400))
+
+    async def expected(_request, e: KubebenchError):
+        status = next(code for kind, code in statuses if isinstance(e, kind))
+        return JSONResponse({"detail": str(e)}, status_code=status)
+
+    async def invalid(_request, e: RequestValidationError):
+        errors = []
+        for err in e.errors():
+            loc = [str(p) for p in err["loc"] if p != "body"]
+            field = loc[1] if len(loc) > 1 and loc[0] == "form" else (loc[-1] if loc else None)
+            errors.append({"loc": ".".join(loc) or "body", "field": field, "line": None, "column": None,
+                           "message": str(err["msg"]).removeprefix("Value error, ")})
+        first = errors[0] if errors else {"loc": "body", "message": "invalid request"}
+        return JSONResponse({"detail": f"invalid request: {first['loc']}: {first['message']}", "errors": errors},
+                            status_code=422)
+
+    web.add_exception_handler(KubebenchError, expected)
+    web.add_exception_handler(RequestValidationError, invalid)

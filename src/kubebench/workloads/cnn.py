@@ -111,16 +111,19 @@ def make_step(args: argparse.Namespace, model: nn.Module, group: Group) -> Calla
 
 
 def timed_steps(step: Callable[[Batch], None], batches: Callable[[int], Batch], count: int,
-                device: torch.device) -> list[float]:
-    """Run ``count`` steps; return each one's seconds (input loading included)."""
+                device: torch.device) -> tuple[list[float], list[float]]:
+    """Run ``count`` steps; return each one's wall seconds (input loading included) and this
+    process's CPU seconds in it (all threads: tells slow compute from a CPU taken by others).
+    """
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    times = []
+    times, cpu = [], []
     for i in range(count):
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         step(batches(i))
         sync()  # CUDA runs asynchronously: without this we would time the launch, not the step
         times.append(time.perf_counter() - start)
-    return times
+        cpu.append(time.process_time() - cpu_start)
+    return times, cpu
 
 
 def build(args: argparse.Namespace, group: Group, memory_format: torch.memory_format) -> nn.Module:
@@ -168,13 +171,13 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(f"cnn: {e}")  # a missing or malformed dataset: one line, not a traceback
         if group.rank == 0:
             describe(args, group)
-        times = timed_steps(make_step(args, model, group), batches, args.warmup_steps + args.steps, group.device)
+        times, cpu = timed_steps(make_step(args, model, group), batches, args.warmup_steps + args.steps, group.device)
         measured = times[args.warmup_steps:]
         rate = group.allreduce(args.batch_size * len(measured) / sum(measured))
         peak = group.allreduce(float(peak_memory(group.device)), op="max")
         if group.rank == 0:
             report_throughput(rate, measured, {"peak_memory_bytes": peak})
-            write_step_times(args.warmup_steps, args.batch_size, group.world_size, times)
+            write_step_times(args.warmup_steps, args.batch_size, group.world_size, times, cpu_seconds=cpu)
     finally:
         group.close()
 

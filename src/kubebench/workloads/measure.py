@@ -54,8 +54,11 @@ def report_throughput(rate: float, measured: list[float], extra: dict[str, float
 
 
 def write_step_times(warmup_steps: int, batch_size: int, world_size: int, times: list[float],
-                     name: str = "step_times.json") -> Path | None:
-    """Save every step's seconds (warm-up first) when the run has an output folder; return the file."""
+                     name: str = "step_times.json", cpu_seconds: list[float] | None = None) -> Path | None:
+    """Save every step's seconds (warm-up first) when the run has an output folder; return the file.
+
+    ``cpu_seconds``: the process's CPU seconds in each step (``step_cpu_seconds``), when measured.
+    """
     out = os.environ.get("KUBEBENCH_EXP_OUTPUT_PATH")
     if not out:
         return None
@@ -67,6 +70,8 @@ def write_step_times(warmup_steps: int, batch_size: int, world_size: int, times:
         "items_per_step": batch_size * world_size,
         "step_seconds": times,
     }
+    if cpu_seconds is not None:
+        record["step_cpu_seconds"] = cpu_seconds
     path = Path(out) / name
     path.write_text(json.dumps(record, indent=1) + "\n")
     return path

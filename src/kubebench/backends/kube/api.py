@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 
-from ...errors import BackendError, SpecError
+from ...errors import BackendError, InfrastructureError, SpecError
 
 if TYPE_CHECKING:
     from .config import KubernetesConfig
@@ -143,7 +143,7 @@ class Api:
                 delay = _retry_after(e) or backoff(attempt)
             except (HTTPError, OSError) as e:
                 if attempt == attempts:
-                    raise BackendError(f"{what}: cannot reach the API server at {self.host}: {e}") from e
+                    raise InfrastructureError(f"{what}: cannot reach the API server at {self.host}: {e}") from e
                 delay = backoff(attempt)
             time.sleep(delay)
         raise AssertionError("unreachable")
@@ -162,13 +162,19 @@ def _retry_after(e: Any) -> float | None:
 
 
 def api_error(what: str, e: Any) -> BackendError:
-    """A BackendError for a failed call: the call and object, the HTTP status and the server's message."""
+    """A BackendError for a failed call: the call and object, the HTTP status and the server's message.
+
+    An error the server gave as passing (429, 5xx) is an :class:`InfrastructureError`: it lasted
+    through every retry of the call, yet a later attempt of the run may still get through; a
+    refusal (403, 422 …) will not change by trying again.
+    """
     message = ""
     try:
         message = json.loads(e.body or "{}").get("message", "")
     except (ValueError, AttributeError):
         message = str(e.body or "")[:300]
-    error = BackendError(f"{what}: HTTP {e.status} {e.reason}" + (f": {message}" if message else ""))
+    kind = InfrastructureError if e.status in RETRY_STATUS else BackendError
+    error = kind(f"{what}: HTTP {e.status} {e.reason}" + (f": {message}" if message else ""))
     error.http_status = e.status  # type: ignore[attr-defined]  # lets a watch tell lasting from passing failures
     return error
 

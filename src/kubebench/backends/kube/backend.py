@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from ...errors import BackendError, SpecError
+from ...errors import BackendError, InfrastructureError, SpecError
 from ...paths import RunPaths
 from ...render import kinds
 from ..base import Backend, JobStatus, Outcome
@@ -155,12 +155,26 @@ class KubernetesBackend(Backend):
             self._wait_gone(handle)
         raise BackendError(f"create {handle.title}: the name stays taken by another object")
 
+    def reclaim(self, leftovers: list[tuple[RenderedJob, RunPaths]]) -> None:
+        """Delete the jobs an earlier attempt left running (Foreground: gone once their pods are gone).
+
+        A job that has ended is left to ``submit``, which replaces it: its pods write nothing more.
+        """
+        for job, _ in leftovers:
+            handle = KubeJob(job.name, self.namespace, resource_of(job.manifest), job.run_id, "", 0)
+            found = self.api.get(handle.resource, handle.namespace, handle.name)
+            if found is None or st.job_phase(found)[0] != "running":
+                continue
+            if self.api.delete(handle.resource, handle.namespace, handle.name, "Foreground"):
+                log.warning("deleted %s, left running by an earlier attempt", handle.title)
+                self._wait_gone(handle)
+
     def _wait_gone(self, handle: KubeJob) -> None:
         deadline, attempt = time.monotonic() + GONE_WAIT_SECONDS, 0
         while self.api.get(handle.resource, handle.namespace, handle.name) is not None:
             attempt += 1
             if time.monotonic() > deadline:
-                raise BackendError(f"{handle.title} left over from an earlier attempt is not going away")
+                raise InfrastructureError(f"{handle.title} left over from an earlier attempt is not going away")
             time.sleep(backoff(attempt))
 
     def status(self, handle: KubeJob) -> JobStatus:
@@ -183,7 +197,11 @@ class KubernetesBackend(Backend):
         if phase == "failed":
             text, code = st.failure_reason(reason, run_pods)
             if code is None:  # the pods' watch may lag behind the job's: ask for the pods once
-                text, code = st.failure_reason(reason, self._pods(handle, fresh=True))
+                run_pods = self._pods(handle, fresh=True)
+                text, code = st.failure_reason(reason, run_pods)
+            disrupted = st.disruption(run_pods)
+            if disrupted:  # the cluster stopped a pod: the infrastructure failed, not the workload
+                return JobStatus("failed", code, f"{disrupted}; job failed: {reason}", infrastructure=True)
             return JobStatus("failed", code, f"{_first(handle)}; {text}" if code is None and handle.problems else text)
         return JobStatus("failed", None, stuck) if stuck else JobStatus("running")
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..reasons import exit_reason
+
 #: Condition types that end a job, per API: Kubeflow v1 and mpi-operator use Succeeded/Failed,
 #: batch/v1 Jobs and Kubeflow Trainer's TrainJobs use Complete/Failed.
 _SUCCEEDED = ("Succeeded", "Complete")
@@ -14,6 +16,15 @@ STUCK_REASONS = frozenset({
     "CrashLoopBackOff", "CreateContainerConfigError", "CreateContainerError", "RunContainerError",
 })
 _MESSAGE_CHARS = 300
+#: Pod reasons (``status.reason``) of a pod that the cluster stopped, not its workload: eviction
+#: under node pressure, a node that stopped answering or shut down, preemption.
+_DISRUPTED_REASONS = {"Evicted": "evicted", "NodeLost": "node lost", "Shutdown": "node shut down",
+                      "NodeShutdown": "node shut down", "Terminated": "node shut down", "Preempting": "preempted",
+                      "UnexpectedAdmissionError": "not admitted by its node"}
+#: Reasons of the ``DisruptionTarget`` pod condition (Kubernetes 1.26+) in the same words.
+_DISRUPTION_TARGET = {"PreemptionByScheduler": "preempted", "PreemptionByKubeScheduler": "preempted",
+                      "EvictionByEvictionAPI": "evicted", "TerminationByKubelet": "evicted",
+                      "DeletionByTaintManager": "node lost", "DeletionByPodGC": "node lost"}
 
 
 def job_phase(obj: dict[str, Any]) -> tuple[str, str]:
@@ -68,11 +79,51 @@ def started(pod: dict[str, Any]) -> bool:
 
 def exit_code(pod: dict[str, Any]) -> int | None:
     """The exit code of the pod's first container that ended with one other than 0."""
+    terminated = _failed_container(pod)
+    return int(terminated["exitCode"]) if terminated else None
+
+
+def _failed_container(pod: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``terminated`` state of the pod's first container that ended with a code other than 0
+    (its last run's, when it was restarted since)."""
     for status in _container_statuses(pod):
-        terminated = (status.get("state") or {}).get("terminated") or {}
-        if terminated.get("exitCode"):
-            return int(terminated["exitCode"])
+        for state in (status.get("state") or {}, status.get("lastState") or {}):
+            terminated = state.get("terminated") or {}
+            if terminated.get("exitCode"):
+                return terminated
     return None
+
+
+def container_failure(pod: dict[str, Any]) -> str | None:
+    """How the pod's failed container ended: ``out of memory (OOMKilled): exited with code 137``,
+    ``exited with code 3``; None if none failed."""
+    terminated = _failed_container(pod)
+    if terminated is None:
+        return None
+    code = int(terminated["exitCode"])
+    if terminated.get("reason") == "OOMKilled":
+        return f"out of memory (OOMKilled): exited with code {code}"
+    return exit_reason(code)
+
+
+def disruption(pods: list[dict[str, Any]]) -> str | None:
+    """``<replica> evicted (Evicted): <message>`` when the cluster stopped a pod (eviction,
+    preemption, a lost node): a failure of the infrastructure, not of the workload."""
+    for pod in sorted(pods, key=rank):
+        status = pod.get("status") or {}
+        for condition in status.get("conditions") or []:
+            if condition.get("type") == "DisruptionTarget" and condition.get("status") == "True":
+                reason = condition.get("reason") or "DisruptionTarget"
+                return _disrupted(pod, _DISRUPTION_TARGET.get(reason, "disrupted"), reason, condition.get("message"))
+        reason = status.get("reason") or ""
+        if reason in _DISRUPTED_REASONS:
+            return _disrupted(pod, _DISRUPTED_REASONS[reason], reason, status.get("message"))
+    return None
+
+
+def _disrupted(pod: dict[str, Any], what: str, reason: str, message: str | None) -> str:
+    text = f"{replica_name(pod)} {what} ({reason})"
+    return f"{text}: {_short(message)}" if message and message.strip() else text
 
 
 def problem(pod: dict[str, Any]) -> tuple[str, str] | None:
@@ -92,9 +143,9 @@ def problem(pod: dict[str, Any]) -> tuple[str, str] | None:
 def failure_reason(job_reason: str, pods: list[dict[str, Any]]) -> tuple[str, int | None]:
     """Why a failed job failed: the first failed replica and its exit code, then the job's reason."""
     for pod in sorted(pods, key=rank):
-        code = exit_code(pod)
-        if code is not None:
-            return f"{replica_name(pod)} exited with code {code}; job failed: {job_reason}", code
+        failure = container_failure(pod)
+        if failure is not None:
+            return f"{replica_name(pod)} {failure}; job failed: {job_reason}", exit_code(pod)
     return f"job failed: {job_reason}", None
 
 

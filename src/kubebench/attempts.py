@@ -1,0 +1,198 @@
+"""One run, attempt by attempt: fresh folders, render, submit, wait, collect, copy, record.
+
+An attempt that failed for its infrastructure (see ``BenchmarkSpec.retries``) is tried again; every
+attempt ends in one store transaction (the run's row, its metrics and its ``run_attempts`` row), and
+that commit is the last step: a runner killed before it leaves the run ``running``, and the next
+runner redoes it (files written before the commit are never counted on their own).
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import yaml
+
+from .backends.base import Backend, Outcome
+from .backends.reasons import with_oom
+from .collect.context import RunContext
+from .collect.metrics import collect, replica_logs
+from .errors import BackendError, InfrastructureError, StorageError, StoreError
+from .monitor.recorder import RunTelemetry
+from .monitor.reporters import report_run
+from .paths import RunPaths
+from .provenance import job_images, machine, workload
+from .storage.runs import run_location, shared_storage, upload_run, write_run_record
+from .store.records import RunResult
+from .store.store import Store
+
+if TYPE_CHECKING:
+    from .plan.plan import Run
+    from .render.job import RenderedJob
+    from .runner import Experiment
+
+log = logging.getLogger("kubebench")
+LOG_TAIL_LINES = 20
+CANCELLED = "cancelled by the user"
+#: The reason of a run found ``running`` by a runner resuming its experiment (and of that attempt).
+INTERRUPTED = "interrupted: its runner stopped during the run (killed?); redone on resume"
+#: Seconds before the second attempt of a run; doubled for each further one, up to the cap.
+RETRY_DELAY_S, RETRY_DELAY_MAX_S = 1.0, 30.0
+
+
+def execute_run(experiment: Experiment, backend: Backend, store: Store, run: Run, leftover: bool = False) -> RunResult:
+    """Run ``run`` until an attempt succeeds, fails for itself, or the spec's ``retries`` are spent.
+
+    ``leftover``: the run was interrupted (its runner was killed): what it left running is stopped
+    before its folder is made afresh. A failure is a result; StorageError means the runner cannot
+    write the run's folder (a full disk, a read-only folder) and stops the experiment.
+    """
+    retries = experiment.loaded.spec.retries
+    attempt = 1
+    while True:
+        result, infrastructure = _attempt(experiment, backend, store, run, leftover)
+        store.finish_run(result)
+        if result.status == "succeeded" or not infrastructure or attempt > retries:
+            return result
+        backend.sleep(min(RETRY_DELAY_S * 2 ** (attempt - 1), RETRY_DELAY_MAX_S))
+        attempt, leftover = attempt + 1, False
+
+
+def _attempt(experiment: Experiment, backend: Backend, store: Store, run: Run,
+             leftover: bool) -> tuple[RunResult, bool]:
+    """One attempt, recorded as started; returns its result and whether its infrastructure failed."""
+    spec = experiment.loaded.spec
+    paths = experiment.local_paths(run)
+    job = experiment.render(run, backend)
+    if leftover:
+        try:
+            backend.reclaim([(job, backend.job_paths(paths))])
+        except BackendError as e:  # submitting replaces a leftover job anyway; the attempt goes on
+            log.warning("could not stop what an interrupted attempt of run %s left running: %s", run.id, e)
+    _prepare(paths, job, run)
+    storage = shared_storage(experiment.settings, spec.storage, experiment.loaded.base_dir)
+    store.start_run(run.id, run_location(storage, paths))
+    handle = None
+    telemetry = RunTelemetry(spec.telemetry, experiment.plan.experiment_id, run.id)
+    try:
+        handle = backend.submit(job, backend.job_paths(paths))
+        telemetry.start(handle)  # telemetry: from submit to the end of wait
+        outcome = backend.wait(handle, spec.timeout)
+        telemetry.stop()
+        backend.logs(handle, paths)
+    except BackendError as e:
+        outcome = Outcome("failed", None, str(e), isinstance(e, InfrastructureError))
+    except KeyboardInterrupt:
+        store.finish_run(RunResult(run_id=run.id, status="cancelled", reason=CANCELLED, finished_at=time.time()))
+        raise
+    finally:
+        telemetry.stop()
+    result = _result(experiment, run, paths, outcome, job, _provenance(experiment, backend, job, handle))
+    result = telemetry.record(store, result)  # series stored; summaries added to the metrics
+    _write_record(store, paths, result)
+    infrastructure = outcome.infrastructure and result.status != "succeeded"
+    if storage is not None:
+        uploaded = upload_run(storage, paths, result)
+        # storage refusing the copy of a good run is the infrastructure's failure, too
+        infrastructure = infrastructure or (result.status == "succeeded" and uploaded.status != "succeeded")
+        result = uploaded
+    if spec.report:
+        result = report_run(spec.report, _context(experiment, run, paths, job), result)
+    return result, infrastructure
+
+
+def _prepare(paths: RunPaths, job: RenderedJob, run: Run) -> None:
+    try:
+        _prepare_folders(paths)
+        _write_config(paths, job, run)
+    except OSError as e:
+        raise StorageError(f"cannot write the run's folder {paths.run}: {e.strerror or e}") from e
+
+
+def _write_record(store: Store, paths: RunPaths, result: RunResult) -> None:
+    """``run.json``; when it cannot be written, the run is recorded failed (if the store still can)
+    and the experiment stops: the next runs would fail the same way."""
+    try:
+        write_run_record(paths, result)
+    except OSError as e:
+        reason = f"cannot write the run's folder {paths.run}: {e.strerror or e}"
+        try:
+            store.finish_run(result.model_copy(update={"status": "failed", "reason": reason, "metrics": {}}))
+        except StoreError:
+            pass  # the same full disk: the run stays `running`, and a resume redoes it
+        raise StorageError(reason) from e
+
+
+def _context(experiment: Experiment, run: Run, paths: RunPaths, job: RenderedJob) -> RunContext:
+    return RunContext(experiment.plan.experiment_id, run.trial.id, run.id, run.repeat, run.trial.params, paths,
+                      job.workdir)
+
+
+def _prepare_folders(paths: RunPaths) -> None:
+    run_dir = Path(paths.run)
+    if run_dir.exists():
+        shutil.rmtree(run_dir)  # a redone run starts clean: no stale outputs or result.json
+    for folder in (paths.config, paths.output, paths.result):
+        Path(folder).mkdir(parents=True)
+    Path(paths.data_root).mkdir(parents=True, exist_ok=True)
+
+
+def _write_config(paths: RunPaths, job: RenderedJob, run: Run) -> None:
+    config = Path(paths.config)
+    (config / "manifest.yaml").write_text(dump_yaml(job.manifest), encoding="utf-8")
+    (config / "params.yaml").write_text(dump_yaml(run.trial.params), encoding="utf-8")
+
+
+def dump_yaml(data: object) -> str:
+    """YAML in the order given, with libyaml's emitter when present (ten times faster)."""
+    return yaml.dump(data, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False)
+
+
+def _provenance(experiment: Experiment, backend: Backend, job: RenderedJob, handle: object) -> dict:
+    """Machine and software of this runner, the workload's commit, and where the backend ran the job."""
+    kind = experiment.loaded.spec.backend.kind
+    data = {**machine(), **workload(job.workdir), "backend": kind}
+    if kind != "local" and job_images(job.manifest):
+        data["image"] = ", ".join(job_images(job.manifest))
+    if handle is not None:
+        try:
+            data.update(backend.provenance(handle))
+        except BackendError:
+            pass  # provenance is best effort: the run's numbers still count
+    return data
+
+
+def _result(experiment: Experiment, run: Run, paths: RunPaths, outcome: Outcome, job: RenderedJob,
+            provenance: dict | None = None) -> RunResult:
+    finished = time.time()
+    spec = experiment.loaded.spec
+    status, reason, metrics, info = outcome.state, outcome.reason, {}, {}
+    if status == "failed":
+        reason = with_oom(reason, log_tail(Path(paths.output), reason))
+    if status == "succeeded":
+        collected = collect(_context(experiment, run, paths, job), spec.postprocess, spec.metrics)
+        metrics, info = collected.metrics, collected.info
+        if collected.error:
+            status, reason = "failed", collected.error
+    return RunResult(run_id=run.id, status=status, metrics=metrics, info=info, exit_code=outcome.exit_code,
+                     reason=reason, log_tail=log_tail(Path(paths.output), reason), finished_at=finished,
+                     provenance=provenance or {})
+
+
+def log_tail(output: Path, reason: str) -> str:
+    """The end of the log of the replica named in ``reason`` (else of rank 0); empty if unreadable."""
+    try:
+        logs = replica_logs(output)
+        if not logs:
+            return ""
+        named = [p for p in logs if reason.startswith(p.stem + " ")]
+        with open((named or logs)[0], "rb") as f:
+            f.seek(0, 2)
+            f.seek(max(0, f.tell() - 64_000))
+            lines = f.read().decode("utf-8", errors="replace").splitlines()
+    except OSError:
+        return ""
+    return "\n".join(lines[-LOG_TAIL_LINES:])

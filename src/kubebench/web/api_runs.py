@@ -1,0 +1,107 @@
+"""The API of one run: state and provenance, replica logs, telemetry, and its files (see :mod:`.files`)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi.responses import FileResponse, PlainTextResponse, Response
+
+from ..storage.storage import Storage, is_local, local_path
+from . import files as run_files
+from . import models, queries
+
+router = APIRouter(prefix="/runs")
+_REPLICA = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+#: Headers of every served run file: outputs are the workload's, never a page of this origin.
+SAFE_HEADERS = {"X-Content-Type-Options": "nosniff", "Content-Security-Policy": "sandbox; default-src 'none'"}
+
+
+def _run(request: Request, run_id: str):
+    return request.app.state.store.run(run_id)
+
+
+def _log_names(run_path: str) -> list[str]:
+    """Replica log names (``worker-0``), rank 0 first."""
+    if not run_path:
+        return []
+    if is_local(run_path):
+        from ..collect.metrics import replica_logs
+
+        return [p.stem for p in replica_logs(local_path(run_path) / "output")]
+    try:
+        found = Storage(run_path).files("output")
+    except Exception:  # noqa: BLE001  (a folder not uploaded yet, unreachable storage: no logs to offer)
+        return []
+    return sorted(Path(name).stem for name, _ in found if name.endswith(".log") and name.count("/") == 1)
+
+
+@router.get("/{run_id}", response_model=models.RunDetail)
+def run(request: Request, run_id: str) -> dict:
+    """One run: state, timings, parameters, metrics, provenance, end of its log, its logs and series."""
+    record = _run(request, run_id)
+    series = sorted(request.app.state.store.telemetry(run_id))
+    return {**queries.run_summary(record), "experiment_id": record.experiment_id, "log_tail": record.log_tail,
+            "provenance": record.provenance, "path": record.path, "logs": _log_names(record.path),
+            "telemetry": series}
+
+
+@router.get("/{run_id}/logs/{replica}", response_class=PlainTextResponse)
+def log(request: Request, run_id: str, replica: str) -> Response:
+    """The whole log of one replica (``output/<replica>.log``) as text."""
+    record = _run(request, run_id)
+    if not _REPLICA.match(replica) or ".." in replica:
+        raise HTTPException(400, f"{replica!r} is not a replica name (like worker-0)")
+    relative = f"output/{replica}.log"
+    root = run_files.run_root(record.path)
+    if not is_local(root):
+        return Response(run_files.read_remote(root, relative), media_type="text/plain; charset=utf-8",
+                        headers=SAFE_HEADERS)
+    target = run_files.local_target(root, relative)
+    if not target.is_file():
+        raise HTTPException(404, f"run {run_id} has no log of replica {replica!r}")
+    return FileResponse(target, media_type="text/plain; charset=utf-8", headers=SAFE_HEADERS)
+
+
+@router.get("/{run_id}/telemetry", response_model=models.Telemetry)
+def telemetry(request: Request, run_id: str) -> dict:
+    """The run's telemetry series: ``name → [[t, value], …]`` in time order."""
+    _run(request, run_id)
+    return {"series": request.app.state.store.telemetry(run_id)}
+
+
+@router.get("/{run_id}/files", response_model=models.Folder)
+def folder(request: Request, run_id: str,
+           path: Annotated[str, Query(description="folder relative to the run's folder")] = "") -> dict:
+    """The entries of one folder of the run (folders first)."""
+    record = _run(request, run_id)
+    entries = run_files.list_folder(record.path, path)
+    return {"path": run_files.checked(path), "entries": [e.__dict__ for e in entries]}
+
+
+@router.get("/{run_id}/files/{path:path}")
+def file(request: Request, run_id: str, path: str,
+         inline: Annotated[bool, Query(description="show as text in the browser instead of downloading")] = False,
+         ) -> Response:
+    """One file of the run: a download, or plain text with ``?inline=1`` (never rendered as a page)."""
+    record = _run(request, run_id)
+    relative = run_files.checked(path)
+    root = run_files.run_root(record.path)
+    name = relative.rsplit("/", 1)[-1]
+    media = "text/plain; charset=utf-8" if inline else "application/octet-stream"
+    disposition = "inline" if inline else "attachment"
+    if not is_local(root):
+        data = run_files.read_remote(root, relative)
+        return Response(data, media_type=media, headers={
+            **SAFE_HEADERS, "Content-Disposition": f"{disposition}; filename=\"{_ascii(name)}\""})
+    target = run_files.local_target(root, relative)
+    if not target.is_file():
+        raise HTTPException(404, f"no file {relative!r} in run {run_id}")
+    return FileResponse(target, media_type=media, filename=name, content_disposition_type=disposition,
+                        headers=SAFE_HEADERS)
+
+
+def _ascii(name: str) -> str:
+    return re.sub(r'[^A-Za-z0-9._-]', "_", name)

@@ -1,0 +1,156 @@
+"""Response models of the API: they document it at ``/docs`` and keep its answers to this shape."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .forms import Problem as LocatedProblem
+
+
+class _Open(BaseModel):
+    # answers may carry more than documented (additive changes); nothing is dropped on the way out
+    model_config = ConfigDict(extra="allow")
+
+
+class Problem(BaseModel):
+    detail: str
+
+
+class LaunchProblems(BaseModel):
+    detail: str
+    errors: list[LocatedProblem]
+
+
+class Config(BaseModel):
+    read_only: bool
+    auth: bool = True
+    version: str
+
+
+class ExperimentSummary(_Open):
+    id: str
+    name: str
+    backend: str
+    created_at: float
+    updated_at: float
+    state: str = Field(description="pending, running, succeeded, failed or cancelled")
+    runs: int = Field(description="counted runs (warm-up runs excluded)")
+    runs_by_status: dict[str, int]
+
+
+class ExperimentList(BaseModel):
+    total: int
+    offset: int
+    limit: int
+    counts: dict[str, int] = Field(description="experiments of the filtered set by state")
+    items: list[ExperimentSummary]
+
+
+class Summary(_Open):
+    n: int
+    mean: Optional[float] = None
+    median: Optional[float] = None
+    stdev: Optional[float] = None
+    cv: Optional[float] = None
+    ci_low: Optional[float] = None
+    ci_high: Optional[float] = None
+    min: Optional[float] = None
+    max: Optional[float] = None
+
+
+class Trial(_Open):
+    trial_id: str
+    index: int
+    params: dict[str, object]
+    runs: int
+    failed: int
+    summary: dict[str, Summary] = Field(description="metric name → statistics over the trial's runs")
+
+
+class Metric(_Open):
+    name: str
+    goal: str
+    unit: str = ""
+
+
+class RunSummary(_Open):
+    run_id: str
+    trial_id: str
+    repeat: int
+    warmup: bool
+    status: str
+    exit_code: Optional[int] = None
+    reason: str = ""
+    attempts: int = 0
+    started_at: Optional[float] = None
+    finished_at: Optional[float] = None
+    duration_s: Optional[float] = None
+    params: dict[str, object]
+    metrics: dict[str, float]
+
+
+class ExperimentDetail(ExperimentSummary):
+    spec_text: str
+    metrics: list[Metric]
+    primary_metric: Optional[str] = None
+    swept: list[str]
+    trials: list[Trial]
+    runs: list[RunSummary] = Field(description="every run, warm-up runs included (their `warmup` is true)")
+    launched_here: bool
+    runner_log: Optional[str] = Field(None, description="end of the runner's output (experiments launched here)")
+
+
+class RunDetail(RunSummary):
+    experiment_id: str
+    log_tail: str
+    provenance: dict[str, object]
+    path: str
+    logs: list[str] = Field(description="replica log names, e.g. master-0")
+    telemetry: list[str] = Field(description="names of the run's telemetry series")
+
+
+class Telemetry(BaseModel):
+    series: dict[str, list[tuple[float, float]]]
+
+
+class FileEntry(BaseModel):
+    name: str
+    path: str
+    is_dir: bool
+    size: int
+
+
+class Folder(BaseModel):
+    path: str
+    entries: list[FileEntry]
+
+
+class Launched(BaseModel):
+    id: str
+    url: str
+
+
+class Cancelled(BaseModel):
+    id: str
+    cancelled: bool
+
+
+class ComparisonRow(_Open):
+    params: dict[str, object]
+    a: dict[str, object]
+    b: dict[str, object]
+    ratio: Optional[float] = None
+    ci_low: Optional[float] = None
+    ci_high: Optional[float] = None
+    verdict: str
+
+
+class Comparison(_Open):
+    a: str
+    b: str
+    metric: str
+    goal: str
+    rows: list[ComparisonRow]
+    warnings: list[str]

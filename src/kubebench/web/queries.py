@@ -1,0 +1,174 @@
+"""What the API answers, built from the store's records and kubebench.analyse (no statistics here)."""
+
+from __future__ import annotations
+
+import calendar
+import datetime as dt
+from collections.abc import Sequence
+
+from fastapi import HTTPException
+
+from ..analyse.experiments import trial_values
+from ..analyse.stats import summarize
+from ..store.listing import STATES, experiment_state
+from ..store.records import FAILED_STATES, ExperimentRecord, RunRecord
+from ..store.store import Store
+
+RUN_STATUSES = ("succeeded", "failed", "running", "pending", "cancelled", "timeout")
+SUMMARY_FIELDS = ("n", "failed", "mean", "median", "stdev", "cv", "ci_low", "ci_high", "min", "max",
+                  "olympic_mean", "ci_half_width_rel", "confidence")
+
+
+def experiment_summary(record: ExperimentRecord, active: bool = False) -> dict:
+    """ExperimentSummary: ids, times, state and the counted runs by status."""
+    counts = {s: record.runs_by_status.get(s, 0) for s in RUN_STATUSES}
+    return {"id": record.id, "name": record.name, "backend": record.backend, "created_at": record.created_at,
+            "updated_at": record.updated_at, "state": "running" if active else record.state,
+            "runs": sum(record.runs_by_status.values()), "runs_by_status": counts}
+
+
+def live_state(record: ExperimentRecord, active: bool) -> str:
+    """The state from the run counts just read (the stored column may lag a read by one transaction)."""
+    return "running" if active else experiment_state([s for s, n in record.runs_by_status.items() if n])
+
+
+def run_summary(run: RunRecord) -> dict:
+    """RunSummary: one run's state, timings, parameters and metrics."""
+    return {"run_id": run.run_id, "trial_id": run.trial_id, "repeat": run.repeat, "warmup": run.warmup,
+            "status": run.status, "exit_code": run.exit_code, "reason": run.reason, "attempts": run.attempts,
+            "started_at": run.started_at, "finished_at": run.finished_at, "duration_s": run.duration_s,
+            "params": run.params, "metrics": run.metrics}
+
+
+def metric_list(record: ExperimentRecord, runs: Sequence[RunRecord]) -> list[dict]:
+    """The spec's declared metrics, then the other metrics the runs have (telemetry summaries …)."""
+    declared = [{"name": str(m["name"]), "goal": m.get("goal", "maximize"), "unit": m.get("unit", ""),
+                 "declared": True} for m in record.declared_metrics()]
+    names = {m["name"] for m in declared}
+    extra = sorted({k for r in runs for k in r.metrics} - names)
+    return declared + [{"name": k, "goal": "maximize", "unit": "", "declared": False} for k in extra]
+
+
+def swept(runs: Sequence[RunRecord]) -> list[str]:
+    """The parameters whose value differs between trials, in the order the trials give them."""
+    firsts: dict[str, RunRecord] = {}
+    for run in runs:
+        firsts.setdefault(run.trial_id, run)
+    names = list(dict.fromkeys(k for r in firsts.values() for k in r.params))
+    return [k for k in names if len({repr(r.params.get(k)) for r in firsts.values()}) > 1]
+
+
+def trials(runs: Sequence[RunRecord], metrics: Sequence[str]) -> list[dict]:
+    """Each trial's parameters, run counts, and a summary (kubebench.analyse.stats) of every metric."""
+    counted = [r for r in runs if not r.warmup]
+    order: dict[str, int] = {}
+    for run in counted:
+        order.setdefault(run.trial_id, len(order))
+    rows: dict[str, dict] = {}
+    for run in counted:
+        row = rows.setdefault(run.trial_id, {"trial_id": run.trial_id, "index": order[run.trial_id],
+                                             "params": run.params, "runs": 0, "failed": 0, "summary": {}})
+        row["runs"] += 1
+        row["failed"] += run.status in FAILED_STATES
+    for name in metrics:
+        for values in trial_values(counted, name):
+            summary = summarize(values.values, failed=values.failed).to_dict()
+            rows[values.trial_id]["summary"][name] = {k: summary[k] for k in SUMMARY_FIELDS}
+    return sorted(rows.values(), key=lambda r: r["index"])
+
+
+def experiment_detail(store: Store, experiment_id: str, active: bool, launched_here: bool) -> dict:
+    """ExperimentSummary + spec, metrics, swept parameters, trials with statistics, and runs."""
+    record = store.experiment(experiment_id)
+    runs = store.runs(experiment_id, include_warmup=True)
+    metrics = metric_list(record, runs)
+    summary = experiment_summary(record, active)
+    summary["state"] = live_state(record, active)
+    return {**summary, "spec_text": record.spec_text, "metrics": metrics,
+            "primary_metric": record.primary_metric(), "swept": swept(runs),
+            "trials": trials(runs, [m["name"] for m in metrics]), "runs": [run_summary(r) for r in runs],
+            "launched_here": launched_here}
+
+
+def unrecorded_detail(job, active: bool) -> dict:
+    """The detail of an experiment launched here whose runner has not recorded it yet (or never did)."""
+    import yaml
+
+    try:
+        spec = yaml.safe_load((job.folder / "spec.yaml").read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError):
+        spec = {}
+    backend = spec.get("backend") if isinstance(spec, dict) else None
+    backend = backend.get("kind") if isinstance(backend, dict) else backend
+    return {"id": job.id, "name": str(spec.get("name", job.id)), "backend": str(backend or "local"),
+            "created_at": job.started_at, "updated_at": job.started_at, "state": "running" if active else "failed",
+            "runs_by_status": {s: 0 for s in RUN_STATUSES}, "spec_text": "", "metrics": [], "primary_metric": None,
+            "swept": [], "trials": [], "runs": [], "launched_here": True, "runner_log": runner_log(job)}
+
+
+def runner_log(job, lines: int = 40) -> str:
+    """The end of a launched runner's own output (why it stopped, when it did)."""
+    try:
+        text = (job.folder / "runner.log").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def parse_time(value: str | None, name: str, end_of_day: bool = False) -> float | None:
+    """UNIX seconds from a number or an ISO date/time (UTC unless it says otherwise); 422 otherwise.
+
+    A bare date as an upper bound means the end of that day.
+    """
+    if value is None or value.strip() == "":
+        return None
+    text = value.strip()
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        if len(text) == 10:
+            day = dt.date.fromisoformat(text)
+            seconds = calendar.timegm(day.timetuple())
+            return seconds + 86400 - 0.001 if end_of_day else float(seconds)
+        moment = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise HTTPException(422, f"{name}: expected UNIX seconds or an ISO date like 2026-11-30, got {value!r}") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.timezone.utc)
+    return moment.timestamp()
+
+
+def check_state(state: str | None) -> str | None:
+    """The state filter, or 422 naming the valid ones."""
+    if state and state not in STATES:
+        raise HTTPException(422, f"state: unknown state {state!r}; valid: {', '.join(STATES)}")
+    return state or None
+
+
+def compare_detail(store: Store, a: str, b: str, metric: str | None, threshold: float) -> dict:
+    """Trial-by-trial comparison of two experiments (kubebench.analyse.experiments) and warnings."""
+    from ..analyse.experiments import compare_experiments
+    from ..errors import SpecError
+    from ..provenance import provenance_differences
+
+    base = store.experiment(a)
+    store.experiment(b)
+    name, goal = base.metric_goal(metric)
+    warnings: list[str] = []
+    try:
+        compared = compare_experiments(store.runs(a), store.runs(b), name, goal, threshold)
+    except SpecError as e:  # no trials with equal parameters: an answer, not a failure
+        compared, warnings = [], [str(e)]
+    rows = []
+    for row in compared:
+        data = row.to_dict()
+        low, high = data["ratio_ci"]
+        rows.append({"params": row.params, "a": data["base"], "b": data["candidate"], "ratio": data["ratio"],
+                     "ci_low": low, "ci_high": high, "change": data["change"], "p_value": data["p_value"],
+                     "verdict": data["verdict"]})
+    envs_a, envs_b = store.environments(a), store.environments(b)
+    if envs_a and envs_b:
+        warnings += [f"environments differ: {line}" for line in provenance_differences(envs_a[0][0], envs_b[0][0])]
+    return {"a": a, "b": b, "metric": name, "goal": goal, "threshold": threshold, "rows": rows, "warnings": warnings}

@@ -1,0 +1,283 @@
+// Shared helpers of the dashboard's pages: API calls, the access token, safe DOM building, formatting.
+// Every text coming from the API is inserted with textContent (via el()), never as HTML.
+
+const TOKEN_KEY = "kubebench-token";
+
+export class ApiError extends Error {
+  constructor(status, detail, body) {
+    super(detail || `HTTP ${status}`);
+    this.status = status;
+    this.body = body;
+  }
+}
+
+// The server prints /?token=…: keep the token for later state changes and take it out of the URL
+// (so it is not bookmarked or shared by accident).
+export function takeTokenFromUrl() {
+  const url = new URL(window.location.href);
+  const token = url.searchParams.get("token");
+  if (token) {
+    localStorage.setItem(TOKEN_KEY, token);
+    url.searchParams.delete("token");
+    history.replaceState(history.state, "", url.pathname + url.search + url.hash);
+  }
+}
+
+async function errorOf(response) {
+  let body = null;
+  try { body = await response.json(); } catch { /* not JSON */ }
+  let detail = body && body.detail;
+  if (Array.isArray(detail)) detail = detail.map((d) => d.msg || JSON.stringify(d)).join("; ");
+  return new ApiError(response.status, detail || `${response.status} ${response.statusText}`, body);
+}
+
+/** GET a JSON resource of the API; throws ApiError on an HTTP error. */
+export async function getJson(path, options = {}) {
+  return jsonOf(await fetch(path, { headers: { Accept: "application/json" }, ...options }));
+}
+
+export async function jsonOf(response) {
+  if (!response.ok) throw await errorOf(response);
+  return response.json();
+}
+
+/** The answer to ``path`` that the page's inline script already asked for, once; else null. */
+export function takePrefetched(path) {
+  const prefetch = window.kubebenchPrefetch;
+  if (!prefetch || prefetch.url !== path) return null;
+  window.kubebenchPrefetch = null;
+  return prefetch.response.then(jsonOf);
+}
+
+/** GET a text resource (logs, files). */
+export async function getText(path) {
+  const response = await fetch(path);
+  if (!response.ok) throw await errorOf(response);
+  return response.text();
+}
+
+/** A state change (POST/DELETE) with the Bearer token; on 401 asks for the token and retries once. */
+export async function send(method, path, body = undefined, retried = false) {
+  const headers = { Accept: "application/json" };
+  const token = localStorage.getItem(TOKEN_KEY);
+  if (token) headers.Authorization = `Bearer ${token}`;
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  if (response.status === 401 && !retried) {
+    const given = await askToken();
+    if (given) return send(method, path, body, true);
+  }
+  if (!response.ok) throw await errorOf(response);
+  return response.status === 204 ? null : response.json();
+}
+
+/** Shows the token form (input #token-input); resolves with the token, or null when cancelled. */
+export function askToken() {
+  const form = document.getElementById("token-form");
+  const input = document.getElementById("token-input");
+  const cancel = document.getElementById("token-cancel");
+  form.hidden = false;
+  input.value = "";
+  input.focus();
+  return new Promise((resolve) => {
+    const done = (value) => {
+      form.hidden = true;
+      form.removeEventListener("submit", onSubmit);
+      cancel.removeEventListener("click", onCancel);
+      resolve(value);
+    };
+    const onSubmit = (event) => {
+      event.preventDefault();
+      const token = input.value.trim();
+      if (!token) return;
+      localStorage.setItem(TOKEN_KEY, token);
+      done(token);
+    };
+    const onCancel = () => done(null);
+    form.addEventListener("submit", onSubmit);
+    cancel.addEventListener("click", onCancel);
+  });
+}
+
+/** Build an element: el("a", {href: "/x", class: "y"}, "text", child…). Strings become text nodes. */
+export function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === null || value === undefined || value === false) continue;
+    if (key === "class") node.className = value;
+    else if (key === "text") node.textContent = value;
+    else if (key.startsWith("on") && typeof value === "function") node.addEventListener(key.slice(2), value);
+    else if (key === "dataset") Object.assign(node.dataset, value);
+    else node.setAttribute(key, value === true ? "" : String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+export function clear(node) {
+  node.replaceChildren();
+  return node;
+}
+
+export function badge(state) {
+  return el("span", { class: `badge ${String(state || "").replace(/[^a-z_-]/gi, "")}` }, state || "");
+}
+
+export function setBadge(node, state) {
+  node.className = `badge ${String(state || "").replace(/[^a-z_-]/gi, "")}`;
+  node.textContent = state || "";
+}
+
+export function showFlash(message, isError = false) {
+  const flash = document.getElementById("flash");
+  flash.textContent = message;
+  flash.classList.toggle("error", isError);
+  flash.hidden = false;
+  clearTimeout(showFlash.timer);
+  showFlash.timer = setTimeout(() => { flash.hidden = true; }, isError ? 10000 : 4000);
+}
+
+export function showError(node, error) {
+  node.textContent = error instanceof Error ? error.message : String(error);
+  node.hidden = false;
+}
+
+const RUN_STATES = ["succeeded", "failed", "error", "timeout", "cancelled", "running", "pending"];
+const DONE_STATES = new Set(["succeeded", "failed", "error", "timeout", "cancelled"]);
+
+/** A stacked progress bar of runs by status, with "x of n done" under it. */
+export function progressBar(runsByStatus, total) {
+  const counts = runsByStatus || {};
+  const n = total || Object.values(counts).reduce((a, b) => a + b, 0);
+  const bar = el("div", { class: "progress", role: "progressbar", "aria-valuemin": 0, "aria-valuemax": n });
+  let done = 0;
+  for (const state of RUN_STATES) {
+    const count = counts[state] || 0;
+    if (DONE_STATES.has(state)) done += count;
+    if (count && n) bar.append(el("span", { class: state, style: `width:${(100 * count) / n}%`, title: `${count} ${state}` }));
+  }
+  bar.setAttribute("aria-valuenow", done);
+  const parts = RUN_STATES.filter((s) => counts[s] && s !== "succeeded").map((s) => `${counts[s]} ${s}`);
+  const label = el("div", { class: "progress-label" }, `${done}/${n} done${parts.length ? " · " + parts.join(", ") : ""}`);
+  return el("div", { class: "progress-wrap", dataset: { done: String(done), total: String(n) } }, bar, label);
+}
+
+export function fmtTime(seconds) {
+  if (seconds === null || seconds === undefined) return "–";
+  const d = new Date(seconds * 1000);
+  const pad = (x) => String(x).padStart(2, "0");
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+}
+
+export function fmtDuration(seconds) {
+  if (seconds === null || seconds === undefined || Number.isNaN(seconds)) return "–";
+  if (seconds < 60) return `${seconds.toFixed(seconds < 10 ? 2 : 1)} s`;
+  const m = Math.floor(seconds / 60);
+  if (m < 60) return `${m} min ${Math.round(seconds % 60)} s`;
+  return `${Math.floor(m / 60)} h ${m % 60} min`;
+}
+
+/** A number with 4 significant digits (plain for integers), "–" when missing. */
+export function fmtNum(x) {
+  if (x === null || x === undefined || Number.isNaN(x)) return "–";
+  if (typeof x !== "number") return String(x);
+  if (Number.isInteger(x) && Math.abs(x) < 1e9) return String(x);
+  const a = Math.abs(x);
+  if (a !== 0 && (a >= 1e6 || a < 1e-3)) return x.toExponential(3);
+  return String(Number(x.toPrecision(4)));
+}
+
+export function fmtBytes(n) {
+  if (n === null || n === undefined) return "";
+  const units = ["B", "KiB", "MiB", "GiB"];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) { n /= 1024; i += 1; }
+  return `${i ? n.toFixed(1) : n} ${units[i]}`;
+}
+
+export function fmtParams(params) {
+  const entries = Object.entries(params || {});
+  return entries.length ? entries.map(([k, v]) => `${k}=${fmtValue(v)}`).join(", ") : "–";
+}
+
+export function fmtValue(v) {
+  return typeof v === "string" ? v : JSON.stringify(v);
+}
+
+/** Text for Plotly labels: Plotly reads a few HTML-like tags in strings, so show < and > literally. */
+export function plotText(s) {
+  return String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+}
+
+let plotlyPromise = null;
+
+/** Loads Plotly (served by the app, about 4.6 MB) once, after the page's tables are shown. */
+export function loadPlotly() {
+  if (window.Plotly) return Promise.resolve(window.Plotly);
+  if (!plotlyPromise) {
+    plotlyPromise = new Promise((resolve, reject) => {
+      const script = el("script", { src: document.body.dataset.plotly });
+      script.onload = () => resolve(window.Plotly);
+      script.onerror = () => reject(new Error("could not load the plotting library (/static/plotly.min.js)"));
+      document.head.append(script);
+    });
+  }
+  return plotlyPromise;
+}
+
+export const PLOT_CONFIG = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["lasso2d", "select2d"] };
+
+export function plotLayout(title, extra = {}) {
+  return {
+    title: { text: plotText(title), font: { size: 14 } },
+    margin: { l: 60, r: 20, t: 48, b: 56 },
+    height: 360,
+    paper_bgcolor: "#fff",
+    plot_bgcolor: "#fff",
+    legend: { orientation: "h", y: -0.22 },
+    ...extra,
+    xaxis: { automargin: true, ...(extra.xaxis || {}) },
+    yaxis: { automargin: true, ...(extra.yaxis || {}) },
+  };
+}
+
+/** A table header row whose columns sort the body's rows when clicked (numbers by value). */
+export function sortableHead(table, columns) {
+  const row = el("tr");
+  columns.forEach((column, index) => {
+    const th = el("th", { class: `sortable${column.num ? " num" : ""}`, "aria-sort": "none", title: "Sort" }, column.label);
+    th.addEventListener("click", () => sortBy(table, index, th));
+    row.append(th);
+  });
+  return el("thead", {}, row);
+}
+
+function sortBy(table, index, th) {
+  const ascending = th.getAttribute("aria-sort") !== "ascending";
+  for (const other of th.parentNode.children) other.setAttribute("aria-sort", "none");
+  th.setAttribute("aria-sort", ascending ? "ascending" : "descending");
+  const body = table.tBodies[0];
+  const rows = [...body.rows];
+  const key = (tr) => {
+    const cell = tr.cells[index];
+    const raw = cell ? (cell.dataset.sort ?? cell.textContent) : "";
+    const number = Number(raw);
+    return raw !== "" && !Number.isNaN(number) ? number : raw;
+  };
+  rows.sort((a, b) => {
+    const x = key(a), y = key(b);
+    const order = typeof x === "number" && typeof y === "number" ? x - y : String(x).localeCompare(String(y));
+    return ascending ? order : -order;
+  });
+  body.append(...rows);
+}
+
+/** The server's settings the page was rendered with (read-only mode is shown in the top bar). */
+export function pageConfig() {
+  return { read_only: document.body.dataset.readOnly === "1" };
+}
+
+takeTokenFromUrl();

@@ -1,0 +1,138 @@
+// Compare two experiments: pick A (base) and B (candidate), most recent first with a search; the
+// trials matched by parameters are shown in a table with verdicts and in two charts.
+import { badge, clear, el, fmtNum, fmtTime, fmtValue, getJson, showError } from "./common.js";
+import { compareBars, draw, ratioChart } from "./plots.js";
+
+const form = document.getElementById("compare-form");
+const selectA = document.getElementById("compare-a");
+const selectB = document.getElementById("compare-b");
+const metricSelect = document.getElementById("compare-metric");
+const search = document.getElementById("compare-search");
+const errorBox = document.getElementById("compare-error");
+const LIST_LIMIT = 200;
+let searchTimer = null;
+
+function optionText(item) {
+  return `${item.id} · ${item.name} · ${item.state} · ${fmtTime(item.created_at)}`;
+}
+
+// Both selects list the experiments found (newest first); chosen ones stay even when filtered out.
+function fillSelects(items) {
+  for (const [select, wanted] of [[selectA, selectA.value || form.dataset.a], [selectB, selectB.value || form.dataset.b]]) {
+    const options = items.map((item) => el("option", { value: item.id }, optionText(item)));
+    if (wanted && !items.some((item) => item.id === wanted)) options.unshift(el("option", { value: wanted }, wanted));
+    if (!options.length) options.push(el("option", { value: "" }, "no experiment found"));
+    select.replaceChildren(...options);
+    if (wanted) select.value = wanted;
+  }
+  if (!form.dataset.a && !form.dataset.b && !selectB.dataset.touched && items.length > 1) {
+    // nothing chosen yet: the newest experiment as candidate against the one before it
+    selectA.value = items[1].id;
+    selectB.value = items[0].id;
+  }
+}
+
+async function loadOptions(q = "") {
+  const params = new URLSearchParams({ limit: LIST_LIMIT });
+  if (q) params.set("q", q);
+  try {
+    const page = await getJson(`/api/experiments?${params}`);
+    fillSelects(page.items);
+    form.dataset.ready = "1";
+  } catch (error) {
+    showError(errorBox, error);
+  }
+}
+
+async function loadMetrics() {
+  if (!selectA.value) return;
+  try {
+    const exp = await getJson(`/api/experiments/${encodeURIComponent(selectA.value)}`);
+    const wanted = metricSelect.value || new URLSearchParams(window.location.search).get("metric") || "";
+    metricSelect.replaceChildren(el("option", { value: "" }, `primary${exp.primary_metric ? ` (${exp.primary_metric})` : ""}`),
+      ...exp.metrics.map((m) => el("option", { value: m.name, selected: m.name === wanted }, m.name)));
+  } catch { /* the primary metric stays the choice */ }
+}
+
+function rowLabels(rows) {
+  const keys = [...new Set(rows.flatMap((r) => Object.keys(r.params || {})))];
+  const varying = keys.filter((k) => new Set(rows.map((r) => JSON.stringify((r.params || {})[k]))).size > 1);
+  const shown = varying.length ? varying : keys;
+  return rows.map((r) => shown.map((k) => `${k}=${fmtValue((r.params || {})[k])}`).join(", ") || "all");
+}
+
+function meanCi(s) {
+  if (!s || s.mean === null || s.mean === undefined) return "–";
+  const half = Number.isFinite(s.ci_high) && Number.isFinite(s.ci_low) ? (s.ci_high - s.ci_low) / 2 : null;
+  return half === null ? fmtNum(s.mean) : `${fmtNum(s.mean)} ± ${fmtNum(half)}`;
+}
+
+function renderTable(result, rows) {
+  const table = document.getElementById("compare-table");
+  const labels = ["trial", "A n", "A mean ± CI", "B n", "B mean ± CI", "ratio B/A", "95% CI", "change", "p", "verdict"];
+  const head = el("thead", {}, el("tr", {}, labels.map((label, i) => el("th", {
+    class: i && i < labels.length - 1 ? "num" : null,
+    title: { 5: "ratio of the medians, candidate / base", 7: "relative change, positive = better for the goal",
+      8: "two-sided Mann–Whitney p-value" }[i] || null }, label))));
+  const body = el("tbody");
+  for (const row of rows) {
+    const ci = Number.isFinite(row.ci_low) && Number.isFinite(row.ci_high) ? `[${fmtNum(row.ci_low)}, ${fmtNum(row.ci_high)}]` : "–";
+    body.append(el("tr", { dataset: { verdict: row.verdict || "" } },
+      el("td", {}, row.label),
+      el("td", { class: "num" }, fmtNum(row.a && row.a.n)), el("td", { class: "num" }, meanCi(row.a)),
+      el("td", { class: "num" }, fmtNum(row.b && row.b.n)), el("td", { class: "num" }, meanCi(row.b)),
+      el("td", { class: "num" }, fmtNum(row.ratio)), el("td", { class: "num" }, ci),
+      el("td", { class: "num" }, Number.isFinite(row.change) ? `${row.change >= 0 ? "+" : ""}${(row.change * 100).toFixed(1)}%` : "–"),
+      el("td", { class: "num" }, fmtNum(row.p_value)),
+      el("td", {}, badge(row.verdict || "–"))));
+  }
+  if (!rows.length) body.append(el("tr", { class: "placeholder" }, el("td", { colspan: labels.length }, "No trials in common.")));
+  table.replaceChildren(head, body);
+}
+
+async function compare() {
+  errorBox.hidden = true;
+  const a = selectA.value, b = selectB.value;
+  if (!a || !b) { showError(errorBox, "Pick two experiments."); return; }
+  const params = new URLSearchParams({ a, b });
+  if (metricSelect.value) params.set("metric", metricSelect.value);
+  const threshold = document.getElementById("compare-threshold").value;
+  if (threshold) params.set("threshold", threshold);
+  history.replaceState(null, "", `/compare?${params}`);
+  const section = document.getElementById("compare-result");
+  section.dataset.ready = "0";
+  try {
+    const result = await getJson(`/api/compare?${params}`);
+    const labels = rowLabels(result.rows);
+    const rows = result.rows.map((row, i) => ({ ...row, label: labels[i] }));
+    document.getElementById("compare-summary").textContent =
+      `${result.metric}${result.goal ? ` (${result.goal})` : ""}: B = ${result.b} against A = ${result.a}; ratio = B / A.`;
+    const warnings = clear(document.getElementById("compare-warnings"));
+    warnings.append(...(result.warnings || []).map((w) => el("li", {}, w)));
+    warnings.hidden = !(result.warnings || []).length;
+    renderTable(result, rows);
+    section.hidden = false;
+    section.dataset.ready = "1";
+    await draw(document.getElementById("compare-chart"), compareBars(rows, result.metric, [`A: ${result.a}`, `B: ${result.b}`]));
+    const ratio = ratioChart(rows, result.metric);
+    document.getElementById("ratio-chart").hidden = !ratio;
+    if (ratio) await draw(document.getElementById("ratio-chart"), ratio);
+  } catch (error) {
+    showError(errorBox, error);
+  }
+}
+
+form.addEventListener("submit", (event) => { event.preventDefault(); compare(); });
+selectA.addEventListener("change", loadMetrics);
+selectB.addEventListener("change", () => { selectB.dataset.touched = "1"; });
+search.addEventListener("input", () => {
+  clearTimeout(searchTimer);
+  searchTimer = setTimeout(() => loadOptions(search.value.trim()), 250);
+});
+
+const query = new URLSearchParams(window.location.search);
+if (query.get("threshold")) document.getElementById("compare-threshold").value = query.get("threshold");
+loadOptions().then(async () => {
+  await loadMetrics();
+  if (form.dataset.a && form.dataset.b) compare();
+});

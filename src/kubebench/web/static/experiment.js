@@ -1,0 +1,268 @@
+// One experiment: live progress (server-sent events, polling as a fallback), cancel, trials with
+// statistics, plots, runs and the spec.
+import {
+  badge, clear, el, fmtDuration, fmtNum, fmtTime, fmtValue, getJson, pageConfig, progressBar, send, setBadge,
+  showError, showFlash, sortableHead,
+} from "./common.js";
+import { SCALING, distributions, draw, metricVsParameter, plotBox, pointLabel, scalingCurve } from "./plots.js";
+
+const root = document.getElementById("experiment");
+const id = root.dataset.experimentId;
+const base = `/api/experiments/${encodeURIComponent(id)}`;
+const errorBox = document.getElementById("exp-error");
+const metricSelect = document.getElementById("metric-select");
+const config = pageConfig();
+let current = null; // the last experiment detail fetched
+let events = null;
+let refreshTimer = null;
+let lastCounts = "";
+let polling = false; // no event stream: the page polls instead
+
+const STARTING_TRIES = 240; // × 0.5 s: how long a just-launched experiment may take to reach the store
+
+async function refresh() {
+  try {
+    if (root.dataset.starting) await untilRecorded();
+    current = await getJson(base);
+    errorBox.hidden = true;
+    render(current);
+  } catch (error) {
+    showError(errorBox, error);
+  }
+}
+
+// Launched by this server a moment ago, its runner records it in the store a little later: until
+// then the page shows it pending (asking the list, which answers 200, rather than collecting 404s).
+async function untilRecorded() {
+  showProgress("pending", {});
+  document.getElementById("exp-meta").textContent = "starting…";
+  for (let tries = 0; tries < STARTING_TRIES; tries += 1) {
+    const page = await getJson(`/api/experiments?${new URLSearchParams({ q: id, limit: 5 })}`);
+    if (page.items.some((item) => item.id === id)) {
+      delete root.dataset.starting;
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+  throw new Error(`experiment ${id} did not start: see ${"launched/" + id + "/runner.log"} in the server's home`);
+}
+
+function render(exp) {
+  document.getElementById("exp-name").textContent = exp.name;
+  document.getElementById("exp-meta").textContent =
+    `${exp.backend} · created ${fmtTime(exp.created_at)} · updated ${fmtTime(exp.updated_at)}`;
+  showProgress(exp.state, exp.runs_by_status);
+  fillMetrics(exp);
+  renderTrials(exp, metric());
+  renderRuns(exp, metric());
+  document.getElementById("spec-view").textContent = exp.spec_text || "";
+  drawPlots(exp, metric());
+  if (isLive(exp) && !events && !polling) follow();
+  root.dataset.ready = "1";
+}
+
+function isLive(exp) {
+  return exp.state === "running" || (exp.state === "pending" && exp.launched_here);
+}
+
+function showProgress(state, runsByStatus) {
+  setBadge(document.getElementById("exp-state"), state);
+  root.dataset.state = state;
+  const total = Object.values(runsByStatus || {}).reduce((a, b) => a + b, 0);
+  clear(document.getElementById("exp-progress")).append(progressBar(runsByStatus, total));
+  document.getElementById("exp-progress").dataset.state = state;
+  const cancel = document.getElementById("cancel-experiment");
+  cancel.hidden = !(state === "running" && current && current.launched_here && !config.read_only);
+}
+
+// ---- live progress --------------------------------------------------------------------------------
+function follow() {
+  if (!window.EventSource) { poll(); return; }
+  events = new EventSource(`${base}/events`);
+  root.dataset.live = "1";
+  const onProgress = (message) => {
+    const data = JSON.parse(message.data);
+    showProgress(data.state, data.runs_by_status);
+    const counts = JSON.stringify(data.runs_by_status);
+    if (counts !== lastCounts) { lastCounts = counts; scheduleRefresh(); }
+  };
+  events.addEventListener("progress", onProgress);
+  events.addEventListener("done", (message) => {
+    onProgress(message);
+    stopFollowing();
+    clearTimeout(refreshTimer);
+    refreshTimer = null;
+    refresh();
+  });
+  events.onerror = () => {
+    // The stream ended without "done" (server restarted, proxy cut it): fall back to polling.
+    if (events && events.readyState === EventSource.CLOSED) { stopFollowing(); poll(); }
+  };
+}
+
+function stopFollowing() {
+  if (events) events.close();
+  events = null;
+  root.dataset.live = "0";
+}
+
+async function poll() {
+  polling = true;
+  await refresh();
+  if (current && isLive(current)) setTimeout(poll, 2000);
+}
+
+// Runs finishing change the tables and plots: refetch at most every 1.5 s while running.
+function scheduleRefresh() {
+  if (refreshTimer) return;
+  refreshTimer = setTimeout(() => { refreshTimer = null; refresh(); }, 1500);
+}
+
+document.getElementById("cancel-experiment").addEventListener("click", async () => {
+  if (!window.confirm(`Cancel experiment ${id}? Its running runs are stopped.`)) return;
+  try {
+    await send("POST", `${base}/cancel`);
+    showFlash(`Cancelling ${id}…`);
+  } catch (error) {
+    showFlash(`Could not cancel: ${error.message}`, true);
+  }
+});
+
+// ---- metric choice -------------------------------------------------------------------------------
+function metric() {
+  const chosen = metricSelect.value;
+  return chosen || (current && (current.primary_metric || (current.metrics[0] && current.metrics[0].name))) || null;
+}
+
+function metricInfo(exp, name) {
+  return exp.metrics.find((m) => m.name === name) || { name, goal: "maximize" };
+}
+
+function unitOf(exp, name) {
+  const unit = metricInfo(exp, name).unit;
+  return unit ? ` (${unit})` : "";
+}
+
+function fillMetrics(exp) {
+  const names = exp.metrics.map((m) => m.name);
+  if (metricSelect.options.length === names.length) return;
+  const wanted = new URLSearchParams(window.location.search).get("metric") || exp.primary_metric || names[0];
+  metricSelect.replaceChildren(...names.map((n) => el("option", { value: n, selected: n === wanted }, n)));
+  document.getElementById("metric-choice").hidden = names.length < 2;
+}
+
+metricSelect.addEventListener("change", () => {
+  const url = new URL(window.location.href);
+  url.searchParams.set("metric", metricSelect.value);
+  history.replaceState(null, "", url);
+  if (current) render(current);
+});
+
+// ---- tables --------------------------------------------------------------------------------------
+function renderTrials(exp, name) {
+  const table = document.getElementById("trials-table");
+  const swept = exp.swept || [];
+  const columns = [{ label: "#", num: true }, ...swept.map((p) => ({ label: p })),
+    { label: "runs", num: true }, { label: "n", num: true }, { label: name ? `${name}${unitOf(exp, name)} mean ± CI` : "mean ± CI", num: true },
+    { label: "median", num: true }, { label: "CV", num: true }, { label: "min", num: true }, { label: "max", num: true },
+    { label: "failed", num: true }];
+  const body = el("tbody");
+  for (const trial of exp.trials) {
+    const s = (name && trial.summary && trial.summary[name]) || {};
+    const half = Number.isFinite(s.ci_high) && Number.isFinite(s.ci_low) ? (s.ci_high - s.ci_low) / 2 : null;
+    body.append(el("tr", { dataset: { trial: trial.trial_id } },
+      el("td", { class: "num" }, String(trial.index)),
+      swept.map((p) => el("td", {}, fmtValue(trial.params[p]))),
+      el("td", { class: "num" }, String(trial.runs)),
+      el("td", { class: "num" }, fmtNum(s.n)),
+      el("td", { class: "num", "data-sort": s.mean ?? "", title: half === null ? null : `95% CI [${fmtNum(s.ci_low)}, ${fmtNum(s.ci_high)}]` },
+        half === null ? fmtNum(s.mean) : `${fmtNum(s.mean)} ± ${fmtNum(half)}`),
+      el("td", { class: "num" }, fmtNum(s.median)),
+      el("td", { class: "num", "data-sort": s.cv ?? "" }, Number.isFinite(s.cv) ? `${(s.cv * 100).toFixed(1)}%` : "–"),
+      el("td", { class: "num" }, fmtNum(s.min)),
+      el("td", { class: "num" }, fmtNum(s.max)),
+      el("td", { class: `num${trial.failed ? " bad" : ""}` }, String(trial.failed))));
+  }
+  if (!exp.trials.length) body.append(el("tr", { class: "placeholder" }, el("td", { colspan: columns.length }, "No trials.")));
+  table.replaceChildren(sortableHead(table, columns), body);
+  const fixed = Object.keys((exp.trials[0] || {}).params || {}).filter((p) => !swept.includes(p));
+  const note = document.getElementById("fixed-params");
+  note.textContent = fixed.length ? `Fixed: ${fixed.map((p) => `${p}=${fmtValue(exp.trials[0].params[p])}`).join(", ")}` : "";
+  note.hidden = !fixed.length;
+}
+
+function renderRuns(exp, name) {
+  const table = document.getElementById("runs-table");
+  const swept = exp.swept || [];
+  const columns = [{ label: "run" }, { label: "trial" }, { label: "repeat", num: true }, { label: "status" },
+    { label: "attempts", num: true }, { label: "started" }, { label: "duration", num: true }, { label: "exit", num: true },
+    { label: name || "metric", num: true }, { label: "reason" }];
+  const body = el("tbody");
+  for (const run of exp.runs) {
+    const value = name && run.metrics ? run.metrics[name] : undefined;
+    body.append(el("tr", { dataset: { run: run.run_id, status: run.status } },
+      el("td", {}, el("a", { href: `/runs/${encodeURIComponent(run.run_id)}`, class: "run-link" }, run.run_id)),
+      el("td", {}, swept.length ? pointLabel(run.params, swept) : "–"),
+      el("td", { class: "num" }, run.warmup ? `${run.repeat} (warm-up)` : String(run.repeat)),
+      el("td", {}, badge(run.status)),
+      el("td", { class: "num" }, String(run.attempts ?? "")),
+      el("td", { "data-sort": run.started_at ?? "" }, fmtTime(run.started_at)),
+      el("td", { class: "num", "data-sort": run.duration_s ?? "" }, fmtDuration(run.duration_s)),
+      el("td", { class: "num" }, run.exit_code === null || run.exit_code === undefined ? "–" : String(run.exit_code)),
+      el("td", { class: "num", "data-sort": value ?? "" }, fmtNum(value)),
+      el("td", { class: "reason" }, run.reason || "")));
+  }
+  if (!exp.runs.length) body.append(el("tr", { class: "placeholder" }, el("td", { colspan: columns.length }, "No runs.")));
+  table.replaceChildren(sortableHead(table, columns), body);
+}
+
+// ---- plots ---------------------------------------------------------------------------------------
+async function drawPlots(exp, name) {
+  const note = document.getElementById("plots-note");
+  const plots = document.getElementById("plots");
+  if (!name) {
+    note.textContent = "The experiment declares no metric: nothing to plot.";
+    note.hidden = false;
+    return;
+  }
+  const info = metricInfo(exp, name);
+  const swept = exp.swept || [];
+  note.hidden = swept.length > 0;
+  note.textContent = "No parameter is swept: the plot shows the distribution of the runs.";
+  try {
+    const group = document.getElementById("plot-params");
+    // every box first, so that each chart is drawn at its final width in the grid
+    const boxes = swept.map((parameter) => plotBox(group, `plot-param-${parameter.replace(/[^a-zA-Z0-9_-]/g, "_")}`));
+    for (const [i, parameter] of swept.entries()) {
+      boxes[i].dataset.param = parameter;
+      await draw(boxes[i], metricVsParameter(exp.trials, swept, parameter, name, info.unit));
+    }
+    await draw(document.getElementById("plot-dist"), distributions(exp.trials, exp.runs, swept, name, info.unit));
+    const scaling = swept.find((p) => SCALING.test(p));
+    const figure = scaling ? scalingCurve(exp.trials, swept, scaling, name, info.goal) : null;
+    const scalingBox = document.getElementById("plot-scaling");
+    scalingBox.hidden = !figure;
+    if (figure) await draw(scalingBox, figure);
+    plots.dataset.rendered = "1";
+  } catch (error) {
+    showError(errorBox, error);
+  }
+}
+
+// ---- link to compare ------------------------------------------------------------------------------
+async function compareLink() {
+  const name = root.dataset.experimentName;
+  try {
+    const page = await getJson(`/api/experiments?${new URLSearchParams({ name, limit: 10 })}`);
+    const me = page.items.find((item) => item.id === id);
+    const other = page.items.find((item) => item.id !== id);
+    if (!other) return;
+    const [a, b] = me && other.created_at > me.created_at ? [id, other.id] : [other.id, id];
+    const link = document.getElementById("compare-link");
+    link.href = `/compare?${new URLSearchParams({ a, b })}`;
+    link.textContent = `Compare with ${other.id}`;
+  } catch { /* the plain link stays */ }
+}
+
+refresh();
+compareLink();
