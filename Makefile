@@ -53,7 +53,7 @@ test-tensorflow: $(VENV)/.tensorflow
 	$(PY) -m pytest -m tensorflow
 
 # The harness's own performance in one table (fidelity, overhead per run, `--help`, `results` on
-# 10,000 runs; ~4 min), then adaptive repeats vs fixed (~1 min). Fails if a target is missed.
+# 10,000 runs; 3–5 min), then adaptive repeats vs fixed (1–3 min). Fails if a target is missed.
 bench: setup-dev
 	$(PY) bench/harness.py; status=$$?; $(PY) bench/adaptive_repeats.py && exit $$status
 
@@ -62,7 +62,7 @@ bench-store: setup-dev
 	$(PY) bench/store_scale.py
 
 # The CNN workload through kubebench vs a bare PyTorch loop (20 alternated rounds pinned to one
-# CPU), and 1 → 2 worker scaling: ~10 minutes.
+# CPU), the step-interleaved A/B, and 1 → 2 worker scaling: ~8 minutes.
 bench-cnn: setup
 	$(PY) bench/cnn_fidelity.py
 

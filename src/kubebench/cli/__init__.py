@@ -1,7 +1,7 @@
 """The ``kubebench`` command: a thin layer over the Python API, one module per group of commands.
 
 Heavy modules are imported inside the commands so that ``kubebench --help`` answers at once.
-Exit codes: 0 ok, 1 failed runs, 2 usage or spec error, 130 interrupted.
+Exit codes: 0 ok, 1 failed runs, 2 usage or spec error, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
 """
 
 from __future__ import annotations

@@ -13,6 +13,9 @@ from ..plan.plan import Plan
 from ..store.records import FAILED_STATES, ExperimentRecord, RunRecord
 from .export import columns
 
+#: Medians of metrics other than the primary one shown per trial: more would not fit a terminal.
+MAX_OTHER_METRICS = 3
+
 
 def plan_table(plan: Plan) -> Table:
     """What ``--dry-run`` shows: every trial with its parameters and number of runs."""
@@ -44,7 +47,9 @@ def results_table(runs: Sequence[RunRecord], primary: str | None, title: str = "
     params, metrics = columns(runs)
     primary = primary if primary in metrics else (metrics[0] if metrics else None)
     others = [m for m in metrics if m != primary]
-    table = Table(title=title)
+    hidden, others = others[MAX_OTHER_METRICS:], others[:MAX_OTHER_METRICS]
+    caption = f"{len(hidden)} more metrics: see -f csv or -f json" if hidden else None
+    table = Table(title=title, caption=caption)
     for name in ("trial", *params, "ok", "failed"):
         table.add_column(name, justify="right" if name in ("ok", "failed") else "left")
     if primary:
