@@ -62,7 +62,7 @@ bench-store: setup-dev
 	$(PY) bench/store_scale.py
 
 # The CNN workload through kubebench vs a bare PyTorch loop (20 alternated rounds pinned to one
-# CPU), the step-interleaved A/B, and 1 → 2 worker scaling: ~8 minutes.
+# CPU), the step-interleaved A/B, and 1 → 2 worker scaling: 20–30 minutes on a 2-vCPU VM.
 bench-cnn: setup
 	$(PY) bench/cnn_fidelity.py
 
