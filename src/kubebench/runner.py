@@ -108,8 +108,8 @@ def execute(experiment: Experiment, store: Store, progress: Progress | None = No
             cancel.detach(backend)
 
 
-def _execute(experiment: Experiment, store: Store, progress: Progress, width: int, cancel: Cancel,
-             backend: Backend) -> None:
+def record_experiment(experiment: Experiment, store: Store) -> ExperimentRecord:
+    """Store the experiment with its trials and runs (pending), or check a resumed one's job."""
     plan, spec = experiment.plan, experiment.loaded.spec
     now = time.time()
     record = ExperimentRecord(
@@ -117,6 +117,13 @@ def _execute(experiment: Experiment, store: Store, progress: Progress, width: in
         spec_text=experiment.loaded.text, job_fingerprint=plan.job_fingerprint, created_at=now, updated_at=now,
     )
     store.begin_experiment(record, plan)
+    return record
+
+
+def _execute(experiment: Experiment, store: Store, progress: Progress, width: int, cancel: Cancel,
+             backend: Backend) -> None:
+    plan, spec = experiment.plan, experiment.loaded.spec
+    record = record_experiment(experiment, store)
     # We hold the experiment's lock: a run still `running` was left so by a runner that is gone.
     store.interrupt_running(plan.experiment_id, INTERRUPTED)
     # Any run tried before and not done may have left processes behind (its runner killed, then the

@@ -16,7 +16,6 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from .. import __version__
-from ..errors import NotFoundError
 from ..store.listing import STATES
 from . import api_runs, models, queries
 from .auth import require_writer
@@ -69,13 +68,8 @@ def experiment(request: Request, experiment_id: str) -> dict:
     """One experiment: spec, metrics, swept parameters, trials with statistics, and its runs."""
     launcher = _launcher(request)
     job = launcher.job(experiment_id)
-    try:
-        detail = queries.experiment_detail(_store(request), experiment_id, launcher.is_active(experiment_id),
-                                           job is not None)
-    except NotFoundError:
-        if job is None:
-            raise
-        return queries.unrecorded_detail(job, launcher.is_active(experiment_id))  # its runner is starting
+    detail = queries.experiment_detail(_store(request), experiment_id, launcher.is_active(experiment_id),
+                                       job is not None)
     if job is not None:
         detail["runner_log"] = queries.runner_log(job)
     return detail
@@ -83,14 +77,7 @@ def experiment(request: Request, experiment_id: str) -> dict:
 
 def _progress(request: Request, experiment_id: str) -> dict:
     launcher = _launcher(request)
-    try:
-        record = _store(request).experiment(experiment_id)
-    except NotFoundError:
-        job = launcher.job(experiment_id)
-        if job is None:
-            raise
-        detail = queries.unrecorded_detail(job, launcher.is_active(experiment_id))
-        return {"state": detail["state"], "runs_by_status": detail["runs_by_status"], "runs": 0}
+    record = _store(request).experiment(experiment_id)
     summary = queries.experiment_summary(record)
     state = queries.live_state(record, launcher.is_active(experiment_id))
     return {"state": state, "runs_by_status": summary["runs_by_status"], "runs": summary["runs"]}

@@ -100,8 +100,17 @@ class Launcher:
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
+        self._record(exp_id, folder, params=files.params is not None)
         self._start(exp_id, folder, params=files.params is not None)
         return exp_id
+
+    def _record(self, exp_id: str, folder: Path, params: bool) -> None:
+        """Store the experiment (runs pending) before its runner starts: it is listed and shown at once."""
+        from ..runner import plan_experiment, record_experiment
+        from ..spec.load import load_spec
+
+        loaded = load_spec(folder / "spec.yaml", params_file=folder / "params.yaml" if params else None)
+        record_experiment(plan_experiment(loaded, self.settings, exp_id), self.store)
 
     def _validate(self, staging: Path, files: Files):
         from ..runner import make_backend, plan_experiment, validate

@@ -65,17 +65,11 @@ def launch_page(request: Request) -> HTMLResponse:
 @router.get("/experiments/{experiment_id}", response_class=HTMLResponse)
 def experiment_page(request: Request, experiment_id: str) -> HTMLResponse:
     """One experiment: progress, trials with statistics, plots, runs."""
-    starting = False
     try:
         name = request.app.state.store.experiment(experiment_id).name
     except NotFoundError as e:
-        # just launched here: its runner records it in the store a moment later; the page waits for it
-        launcher = getattr(request.app.state, "launcher", None)
-        if launcher is None or not launcher.launched_here(experiment_id):
-            return _page(request, "not_found.html", "Not found", 404, message=str(e))
-        name, starting = experiment_id.rsplit("-", 2)[0], True  # ids are <name>-<YYYYMMDDHHmm>-<random>
-    return _page(request, "experiment.html", name, experiment_id=experiment_id, experiment_name=name,
-                 starting=starting)
+        return _page(request, "not_found.html", "Not found", 404, message=str(e))
+    return _page(request, "experiment.html", name, experiment_id=experiment_id, experiment_name=name)
 
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)

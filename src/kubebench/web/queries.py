@@ -90,22 +90,6 @@ def experiment_detail(store: Store, experiment_id: str, active: bool, launched_h
             "launched_here": launched_here}
 
 
-def unrecorded_detail(job, active: bool) -> dict:
-    """The detail of an experiment launched here whose runner has not recorded it yet (or never did)."""
-    import yaml
-
-    try:
-        spec = yaml.safe_load((job.folder / "spec.yaml").read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError):
-        spec = {}
-    backend = spec.get("backend") if isinstance(spec, dict) else None
-    backend = backend.get("kind") if isinstance(backend, dict) else backend
-    return {"id": job.id, "name": str(spec.get("name", job.id)), "backend": str(backend or "local"),
-            "created_at": job.started_at, "updated_at": job.started_at, "state": "running" if active else "failed",
-            "runs_by_status": {s: 0 for s in RUN_STATUSES}, "spec_text": "", "metrics": [], "primary_metric": None,
-            "swept": [], "trials": [], "runs": [], "launched_here": True, "runner_log": runner_log(job)}
-
-
 def runner_log(job, lines: int = 40) -> str:
     """The end of a launched runner's own output (why it stopped, when it did)."""
     try:

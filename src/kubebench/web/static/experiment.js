@@ -18,33 +18,14 @@ let refreshTimer = null;
 let lastCounts = "";
 let polling = false; // no event stream: the page polls instead
 
-const STARTING_TRIES = 240; // × 0.5 s: how long a just-launched experiment may take to reach the store
-
 async function refresh() {
   try {
-    if (root.dataset.starting) await untilRecorded();
     current = await getJson(base);
     errorBox.hidden = true;
     render(current);
   } catch (error) {
     showError(errorBox, error);
   }
-}
-
-// Launched by this server a moment ago, its runner records it in the store a little later: until
-// then the page shows it pending (asking the list, which answers 200, rather than collecting 404s).
-async function untilRecorded() {
-  showProgress("pending", {});
-  document.getElementById("exp-meta").textContent = "starting…";
-  for (let tries = 0; tries < STARTING_TRIES; tries += 1) {
-    const page = await getJson(`/api/experiments?${new URLSearchParams({ q: id, limit: 5 })}`);
-    if (page.items.some((item) => item.id === id)) {
-      delete root.dataset.starting;
-      return;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 500));
-  }
-  throw new Error(`experiment ${id} did not start: see ${"launched/" + id + "/runner.log"} in the server's home`);
 }
 
 function render(exp) {
