@@ -16,10 +16,9 @@ from dataclasses import dataclass, field
 from sqlalchemy import Connection, ColumnElement, bindparam, case, exists, func, literal, or_, select, update
 
 from . import schema
-from .records import ExperimentRecord
+from .records import RUN_STATUSES, ExperimentRecord
 
 STATES = ("pending", "running", "succeeded", "failed", "cancelled")
-RUN_STATUSES = ("pending", "running", "succeeded", "failed", "timeout", "cancelled")
 
 _r, _e = schema.runs, schema.experiments
 #: Which statuses an experiment's counted runs have: one index seek per status, whatever the size.

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
 
 from ..errors import SpecError
 
 RunStatus = Literal["pending", "running", "succeeded", "failed", "timeout", "cancelled"]
+RUN_STATUSES: tuple[str, ...] = get_args(RunStatus)
 FAILED_STATES = ("failed", "timeout", "cancelled")
 #: How one attempt of a run ended; ``interrupted``: its runner was killed during it (then redone).
 AttemptStatus = Literal["pending", "running", "succeeded", "failed", "timeout", "cancelled", "interrupted"]

@@ -11,10 +11,9 @@ from fastapi import HTTPException
 from ..analyse.experiments import trial_values
 from ..analyse.stats import summarize
 from ..store.listing import STATES, experiment_state
-from ..store.records import FAILED_STATES, ExperimentRecord, RunRecord
+from ..store.records import FAILED_STATES, RUN_STATUSES, ExperimentRecord, RunRecord
 from ..store.store import Store
 
-RUN_STATUSES = ("succeeded", "failed", "running", "pending", "cancelled", "timeout")
 SUMMARY_FIELDS = ("n", "failed", "mean", "median", "stdev", "cv", "ci_low", "ci_high", "min", "max",
                   "olympic_mean", "ci_half_width_rel", "confidence")
 
