@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import shutil
 import statistics
 import subprocess
@@ -34,6 +35,7 @@ from kubebench.present.export import to_json
 from kubebench.provenance import machine
 from kubebench.store import schema
 from kubebench.store.records import RunResult
+from kubebench.store.rows import save_provenance
 from kubebench.store.store import Store, open_store
 
 METRICS = 10
@@ -124,22 +126,26 @@ def experiment_rows(exp_id: str, trials: int, runs: int, created_at: float) -> t
 
 def seed(store: Store, total_runs: int, big_trials: int = 1000) -> None:
     """One experiment of 10,000 runs (``big``, over ``big_trials`` trials), the rest in experiments
-    of 9 runs: 10 metrics each, succeeded.
+    of 9 runs: 10 metrics each and a log tail, succeeded.
     """
     started = time.perf_counter()
     small = max(0, (total_runs - BIG) // SMALL_RUNS)
     groups = [("big", big_trials, BIG)] + [(f"exp-{i:05d}", 1, SMALL_RUNS) for i in range(small)]
     env_id = _provenance_id(store)
+    noise = random.Random(0)  # metrics with a spread (CV 3%), as measurements have
+    # the last 20 lines of each run's log, as the runner keeps them
+    tail = "\n".join(f"epoch 3 step {i:5d}/20000 loss=0.{i:04d} images/s=812.{i:02d} lr=0.1" for i in range(20))
     for chunk in range(0, len(groups), 500):
         rows: tuple[list, list, list] = ([], [], [])
         for n, (exp_id, trials, runs) in enumerate(groups[chunk:chunk + 500]):
             for mine, more in zip(rows, experiment_rows(exp_id, trials, runs, 1e9 + chunk + n)):
                 mine.extend(more)
-        values = {f"m{k}": float(k) for k in range(METRICS)}
         for run in rows[2]:
             run.update(status="succeeded", started_at=1e9, finished_at=1e9 + 10, path=f"/x/{run['id']}",
-                       provenance_id=env_id, attempts=1, metric_values=values)
-        metrics = [{"run_id": r["id"], "name": f"m{k}", "value": float(k)} for r in rows[2] for k in range(METRICS)]
+                       provenance_id=env_id, attempts=1, log_tail=tail,
+                       metric_values={f"m{k}": (k + 1) * noise.gauss(1, 0.03) for k in range(METRICS)})
+        metrics = [{"run_id": r["id"], "name": name, "value": value}
+                   for r in rows[2] for name, value in r["metric_values"].items()]
         with store.engine.begin() as conn:
             for table, values in ((schema.experiments, rows[0]), (schema.trials, rows[1]), (schema.runs, rows[2]),
                                   (schema.metrics, metrics)):
@@ -150,8 +156,10 @@ def seed(store: Store, total_runs: int, big_trials: int = 1000) -> None:
 
 
 def _provenance_id(store: Store) -> str:
-    with store.engine.connect() as conn:
-        return conn.scalar(schema.provenance.select().with_only_columns(schema.provenance.c.id).limit(1))
+    """A provenance record of the store's, or a new one of this machine, as a runner records it."""
+    with store.engine.begin() as conn:
+        found = conn.scalar(schema.provenance.select().with_only_columns(schema.provenance.c.id).limit(1))
+        return found or save_provenance(conn, {**machine(), "backend": "local"}, {})
 
 
 def analyze(store: Store) -> None:

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from scipy import special
 from scipy import stats as sps
 
 from kubebench.analyse.stats import (
+    NAN,
+    Summary,
     _quantiles,
     _resampled_medians,
     bootstrap_median_ratio,
@@ -140,3 +145,130 @@ def test_bootstrap_medians_are_medians_of_resamples() -> None:
     even = _resampled_medians(np.array([4.0, 1.0]), 1000, np.random.default_rng(0))
     assert set(np.unique(even)) == {1.0, 2.5, 4.0}
     assert abs(np.mean(even == 2.5) - 0.5) < 0.06
+
+
+def _numpy_summary(values: object, failed: int = 0, confidence: float = 0.95) -> Summary:
+    """The NumPy/SciPy implementation that the pure-Python summarize replaced, as a reference."""
+    raw = np.asarray(values, dtype=float).ravel()
+    x = np.sort(raw[np.isfinite(raw)])
+    failed += int(raw.size - x.size)
+    n = int(x.size)
+    if n == 0:
+        return Summary(0, failed, *([NAN] * 10), confidence=confidence)
+    mean = float(x.sum()) / n
+    stdev = math.sqrt(float(np.sum((x - mean) ** 2)) / (n - 1)) if n >= 2 else NAN
+    if n >= 2:
+        half = float(special.stdtrit(n - 1, (1 + confidence) / 2)) * stdev / math.sqrt(n)
+    else:
+        half = NAN
+    relative = (lambda part: part / abs(mean) if mean != 0 and not math.isnan(part) else NAN)
+    return Summary(
+        n=n,
+        failed=failed,
+        mean=mean,
+        median=float(0.5 * (x[(n - 1) // 2] + x[n // 2])),
+        stdev=stdev,
+        cv=relative(stdev),
+        min=float(x[0]),
+        max=float(x[-1]),
+        ci_low=mean - half,
+        ci_high=mean + half,
+        ci_half_width_rel=relative(half),
+        olympic_mean=float(x[1:-1].mean()) if n >= 3 else mean,
+        confidence=confidence,
+    )
+
+
+def _assert_same_summary(actual: Summary, expected: Summary, scale: float) -> None:
+    """Equal up to rounding: 1e-12 relative, or 1e-12 of the values' magnitude for sums."""
+    for field in ("n", "failed", "confidence"):
+        assert getattr(actual, field) == getattr(expected, field), field
+    for field in ("mean", "median", "stdev", "min", "max", "ci_low", "ci_high", "olympic_mean"):
+        a, e = getattr(actual, field), getattr(expected, field)
+        assert math.isnan(a) == math.isnan(e), field
+        assert math.isnan(e) or a == pytest.approx(e, rel=1e-12, abs=1e-12 * scale), field
+    for field in ("cv", "ci_half_width_rel"):  # relative to the mean: compare away from mean 0
+        a, e = getattr(actual, field), getattr(expected, field)
+        assert math.isnan(a) == math.isnan(e), field
+        if not math.isnan(e) and abs(expected.mean) > 1e-6 * scale:
+            assert a == pytest.approx(e, rel=1e-9), field
+
+
+_MEASUREMENTS = st.one_of(
+    st.floats(min_value=1e-3, max_value=1e6),
+    st.floats(min_value=-1e6, max_value=1e6),
+    st.integers(min_value=-1000, max_value=10**6),
+    st.sampled_from([math.nan, math.inf, -math.inf]),
+)
+
+
+@given(
+    st.lists(_MEASUREMENTS, max_size=40),
+    st.integers(min_value=0, max_value=5),
+    st.sampled_from([0.5, 0.8, 0.9, 0.95, 0.99, 0.999]),
+)
+def test_summary_equals_the_numpy_reference(
+    values: list[float], failed: int, confidence: float
+) -> None:
+    scale = max((abs(v) for v in values if math.isfinite(v)), default=1.0)
+    actual = summarize(values, failed=failed, confidence=confidence)
+    _assert_same_summary(actual, _numpy_summary(values, failed, confidence), scale)
+
+
+@pytest.mark.parametrize("size", [0, 1, 2, 3, 4, 5, 10, 100, 1000])
+def test_summary_of_seeded_random_data_equals_the_numpy_reference(size: int) -> None:
+    rng = np.random.default_rng(size)
+    values = rng.lognormal(3.0, 0.5, size)
+    values[rng.random(size) < 0.1] = np.nan
+    values[rng.random(size) < 0.05] = np.inf
+    for confidence in (0.9, 0.95, 0.99):
+        expected = _numpy_summary(values, 2, confidence)
+        for given_values in (values, list(values)):
+            actual = summarize(given_values, failed=2, confidence=confidence)
+            _assert_same_summary(actual, expected, 100.0)
+
+
+def test_short_inputs_equal_the_numpy_reference() -> None:
+    short = ([], [3.5], [math.nan], [2.0, 5.0], [math.inf, 1.0, 4.0], [1, 2, 4], [7.0, -1.0, 2.0, 2.0])
+    for values in short:
+        _assert_same_summary(summarize(values), _numpy_summary(values), 10.0)
+
+
+def test_summary_accepts_any_iterable_of_numbers() -> None:
+    expected = summarize([1.0, 2.0, 4.0, 8.0])
+    assert summarize([1, 2, 4, 8]) == expected
+    assert summarize((1.0, 2.0, 4.0, 8.0)) == expected
+    assert summarize(float(v) for v in (1, 2, 4, 8)) == expected
+    assert summarize(np.array([1.0, 2.0, 4.0, 8.0])) == expected
+    assert summarize(np.array([1, 2, 4, 8], dtype=np.int32)) == expected
+    assert summarize(np.array([[1.0, 2.0], [4.0, 8.0]])) == expected  # flattened, like ravel()
+    assert summarize([np.float32(1.0), np.float64(2.0), 4, 8.0]) == expected
+    floats = [v for k, v in expected.to_dict().items() if k not in ("n", "failed")]
+    assert all(type(v) is float for v in floats)  # plain floats, not NumPy scalars
+
+
+def test_summary_of_huge_values_overflows_to_inf_without_raising() -> None:
+    s = summarize([1e308, 1e308, 1e308])
+    assert s.n == 3 and s.min == s.max == s.olympic_mean == 1e308
+    assert math.isinf(s.mean)  # like NumPy's sum
+
+
+def test_olympic_mean_sorts_nan_last_like_numpy() -> None:
+    for values in ([1.0, math.nan, 3.0, 2.0], [math.nan, 5.0, 1.0], [4.0, 1.0, 9.0, 2.0, 7.0]):
+        expected = float(np.mean(np.sort(np.asarray(values))[1:-1]))
+        actual = olympic_mean(values)
+        assert actual == expected or (math.isnan(actual) and math.isnan(expected))
+    assert olympic_mean(np.array([3.0, 1.0, 2.0, 10.0])) == 2.5
+
+
+def test_importing_stats_loads_neither_numpy_nor_scipy() -> None:
+    code = (
+        "import sys\n"
+        "from kubebench.analyse.stats import NAN, Summary, summarize, t_interval\n"
+        "summarize([1.0, 2.0, 4.0]).to_dict(); t_interval(1.0, 0.5, 3, 0.95)\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('numpy', 'scipy')))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"

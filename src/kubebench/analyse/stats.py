@@ -6,17 +6,24 @@ see beyond the range of the sample), while the t interval widens correctly as n 
 
 Values that are not finite (nan, inf) are not measurements: :func:`summarize` drops them and counts
 them as failed, like runs that produced no value at all.
+
+:func:`summarize` and :func:`t_interval` are pure Python (stdlib :mod:`math` only): importing NumPy
+and SciPy costs about 0.6 s, which ``kubebench results`` would pay before printing anything.
+NumPy is imported only inside the bootstrap functions, which need it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
+from typing import TYPE_CHECKING
 
-import numpy as np
-from scipy import special
+if TYPE_CHECKING:
+    import numpy as np
 
 NAN = float("nan")
 
@@ -44,37 +51,38 @@ class Summary:
         return {k: _json_number(v) for k, v in dataclasses.asdict(self).items()}
 
 
-def summarize(values: Sequence[float], *, failed: int = 0, confidence: float = 0.95) -> Summary:
+def summarize(values: Iterable[float], *, failed: int = 0, confidence: float = 0.95) -> Summary:
     """Summarize the successful values of one metric; ``failed`` counts runs without a value.
 
-    Never raises on empty or short input: statistics that need more values are nan
-    (stdev and the CI need 2 values; the olympic mean falls back to the mean below 3).
+    ``values`` is any iterable of numbers (list, tuple, generator, NumPy array). Never raises on
+    empty or short input: statistics that need more values are nan (stdev and the CI need 2
+    values; the olympic mean falls back to the mean below 3).
     """
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
-    raw = np.asarray(values, dtype=float).ravel()
-    x = raw[np.isfinite(raw)]
-    failed += int(raw.size - x.size)
-    n = int(x.size)
+    raw = _floats(values)
+    x = [v for v in raw if math.isfinite(v)]
+    failed += len(raw) - len(x)
+    n = len(x)
     if n == 0:
         return Summary(0, failed, *([NAN] * 10), confidence=confidence)
     x.sort()  # one sort gives median, min, max and the olympic mean
-    mean = float(x.sum()) / n
-    stdev = math.sqrt(float(np.sum((x - mean) ** 2)) / (n - 1)) if n >= 2 else NAN
+    mean = _fsum(x) / n
+    stdev = math.sqrt(_fsum([(v - mean) * (v - mean) for v in x]) / (n - 1)) if n >= 2 else NAN
     ci_low, ci_high = t_interval(mean, stdev, n, confidence)
     return Summary(
         n=n,
         failed=failed,
         mean=mean,
-        median=float(0.5 * (x[(n - 1) // 2] + x[n // 2])),
+        median=0.5 * (x[(n - 1) // 2] + x[n // 2]),
         stdev=stdev,
         cv=_relative(stdev, mean),
-        min=float(x[0]),
-        max=float(x[-1]),
+        min=x[0],
+        max=x[-1],
         ci_low=ci_low,
         ci_high=ci_high,
         ci_half_width_rel=_relative((ci_high - ci_low) / 2, mean),
-        olympic_mean=float(x[1:-1].mean()) if n >= 3 else mean,
+        olympic_mean=_fsum(x[1:-1]) / (n - 2) if n >= 3 else mean,
         confidence=confidence,
     )
 
@@ -83,22 +91,105 @@ def t_interval(mean: float, stdev: float, n: int, confidence: float) -> tuple[fl
     """Student-t confidence interval of a mean; (nan, nan) below 2 values."""
     if n < 2 or math.isnan(stdev):
         return NAN, NAN
-    # special.stdtrit is the t quantile without scipy.stats' per-call overhead.
-    half = float(special.stdtrit(n - 1, (1 + confidence) / 2)) * stdev / math.sqrt(n)
+    half = t_quantile(n - 1, (1 + confidence) / 2) * stdev / math.sqrt(n)
     return mean - half, mean + half
 
 
-def olympic_mean(values: Sequence[float]) -> float:
+def t_quantile(df: int, p: float) -> float:
+    """The p-quantile of Student's t distribution with ``df`` (an integer >= 1) degrees of freedom.
+
+    Ours rather than ``scipy.special.stdtrit``: importing SciPy (and NumPy) costs about 0.6 s, which
+    every ``kubebench results`` would pay for one number per trial. For integer ν, P(|T| <= t) is a
+    finite sum in θ = atan(t/√ν) (Abramowitz & Stegun 26.7.3 for odd ν, 26.7.4 for even ν), solved
+    for θ by Newton's method inside a bracket. Within 1e-10 of SciPy for 1e-6 <= p <= 1 - 1e-6, the
+    range of confidence levels; further out the precision falls as 1e-16 / min(p, 1 - p).
+    """
+    try:
+        nu = int(df)
+    except (TypeError, ValueError, OverflowError):  # None, nan, inf, text
+        nu = 0
+    if isinstance(df, bool) or nu != df or nu < 1:
+        raise ValueError(f"degrees of freedom must be an integer >= 1, got {df!r}")
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"p must be a probability strictly between 0 and 1, got {p!r}")
+    if p == 0.5:
+        return 0.0
+    return math.copysign(_two_sided_quantile(nu, abs(2.0 * p - 1.0)), p - 0.5)
+
+
+@functools.lru_cache(maxsize=256)  # the trials of an experiment share their degrees of freedom
+def _two_sided_quantile(nu: int, a: float) -> float:
+    """The t > 0 with P(|T| <= t) = a, for ν = nu degrees of freedom."""
+    if nu == 1:  # Cauchy: P(|T| <= t) = 2θ/π
+        return math.tan(a * math.pi / 2)
+    odd, m = nu % 2 == 1, nu // 2
+    # P(|T| <= t) = sin θ · S (even ν) or (2/π)(θ + sin θ cos θ · S) (odd ν), S = Σ_{k<m} c_k cos^2k θ
+    coefficients = [1.0]
+    for k in range(1, m):
+        coefficients.append(coefficients[-1] * ((2 * k) / (2 * k + 1) if odd else (2 * k - 1) / (2 * k)))
+    coefficients.reverse()  # for Horner's rule
+    # its derivative: 2C·cos^(ν-1) θ, C = Γ((ν+1)/2) / (√π Γ(ν/2)) the constant of the t density
+    two_c = 2.0 * math.exp(math.lgamma((nu + 1) / 2) - math.lgamma(nu / 2)) / math.sqrt(math.pi)
+
+    def excess(theta: float) -> float:
+        s, c = math.sin(theta), math.cos(theta)
+        total, y = 0.0, s * s
+        if y < 0.5:  # cos²θ near 1 rounds, and its powers would multiply the error: × (1 - sin²θ)
+            for coefficient in coefficients:
+                total = total - total * y + coefficient
+        else:
+            for coefficient in coefficients:
+                total = total * (c * c) + coefficient
+        return ((theta + s * c * total) / (math.pi / 2) if odd else s * total) - a
+
+    # The sum is increasing and concave in θ: from the normal quantile (below the t quantile),
+    # Newton's steps rise to the root without passing it; the bracket guards the ends.
+    low, high = 0.0, math.pi / 2
+    theta = math.atan(NormalDist().inv_cdf((1 + a) / 2) / math.sqrt(nu))
+    for _ in range(100):
+        f = excess(theta)
+        if f == 0.0:
+            break
+        low, high = (low, theta) if f > 0 else (theta, high)
+        step = f / (two_c * math.cos(theta) ** (nu - 1))
+        following = theta - step if low < theta - step < high else (low + high) / 2
+        if abs(following - theta) <= 1e-16 * theta:
+            break
+        theta = following
+    return math.sqrt(nu) * math.tan(theta)
+
+
+def olympic_mean(values: Iterable[float]) -> float:
     """MLPerf's olympic mean: drop the single lowest and highest value, average the rest.
 
     Below 3 values nothing can be dropped, so it is the plain mean (nan when empty).
     """
-    x = np.sort(np.asarray(values, dtype=float))
-    if x.size == 0:
+    raw = _floats(values)
+    # Sort like NumPy: nan after everything else (Python's sort is undefined with nan).
+    x = sorted(v for v in raw if not math.isnan(v))
+    x += [NAN] * (len(raw) - len(x))
+    if not x:
         return NAN
-    if x.size < 3:
-        return float(np.mean(x))
-    return float(np.mean(x[1:-1]))
+    if len(x) < 3:
+        return _fsum(x) / len(x)
+    return _fsum(x[1:-1]) / (len(x) - 2)
+
+
+def _floats(values: Iterable[float]) -> list[float]:
+    """The values as a flat list of floats, like ``np.asarray(values, dtype=float).ravel()``."""
+    if hasattr(values, "ravel") and hasattr(values, "tolist"):  # a NumPy array, of any shape
+        values = values.ravel().tolist()
+    elif isinstance(values, (int, float)):
+        values = (values,)
+    return [float(v) for v in values]
+
+
+def _fsum(values: list[float]) -> float:
+    """Correctly rounded sum; inf or nan (like NumPy) where math.fsum would raise."""
+    try:
+        return math.fsum(values)
+    except (OverflowError, ValueError):  # an intermediate overflow, or inf + -inf
+        return sum(values)
 
 
 def bootstrap_median_ratio(
@@ -115,6 +206,8 @@ def bootstrap_median_ratio(
     when either side has fewer than 2 values, or when a resampled denominator median is not
     positive (a ratio of metrics is only meaningful for positive values).
     """
+    import numpy as np
+
     num = np.asarray(numerator, dtype=float)
     den = np.asarray(denominator, dtype=float)
     if num.size < 2 or den.size < 2:
@@ -130,6 +223,8 @@ def bootstrap_median_ratio(
 
 def _resampled_medians(x: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
     """Medians of ``resamples`` bootstrap samples of x, vectorized as one (resamples, n) array."""
+    import numpy as np
+
     # Resampling positions in the sorted values and sorting those small integers is the same as
     # sorting resampled values, and several times faster than np.median along an axis.
     ordered = np.sort(x)
@@ -145,6 +240,8 @@ def _quantiles(x: np.ndarray, low: float, high: float) -> tuple[float, float]:
 
     np.quantile costs ~0.2 ms of argument handling per call; this keeps a comparison ~1 ms.
     """
+    import numpy as np
+
     s = np.sort(x)
     out = []
     for q in (low, high):

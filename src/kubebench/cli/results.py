@@ -5,11 +5,14 @@ from __future__ import annotations
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from . import StoreOpt, make_console, app, expected_errors
+
+if TYPE_CHECKING:
+    from ..store.reader import ResultsSource
 
 
 class ResultFormat(str, Enum):
@@ -19,10 +22,10 @@ class ResultFormat(str, Enum):
     parquet = "parquet"
 
 
-def print_results(console, store, experiment_id: str) -> None:
+def print_results(console, store: ResultsSource, experiment_id: str) -> None:
     from ..present.tables import failures_table, results_table
 
-    runs = store.runs(experiment_id, include_warmup=True)
+    runs = store.runs(experiment_id, include_warmup=True, logs=False)
     primary = store.experiment(experiment_id).primary_metric()
     counted = [r for r in runs if not r.warmup]
     console.print(results_table(counted, primary, title=f"results of {experiment_id}"))
@@ -115,15 +118,15 @@ def results(
     """Results of an experiment: a per-trial table, or every run as JSON, CSV or Parquet."""
     from ..present.export import to_csv, to_json
     from ..settings import settings
-    from ..store.store import open_store
+    from ..store.reader import open_results
 
     if format is ResultFormat.parquet and output is None:
         raise typer.BadParameter("parquet is a binary format: give a file with -o FILE", param_hint="--format")
-    db = open_store(settings(store).store_url)
+    db = open_results(settings(store).store_url)
     if format is ResultFormat.table:
         print_results(make_console(), db, experiment_id)
         return
-    runs = db.runs(experiment_id)
+    runs = db.runs(experiment_id, logs=False)
     if format is ResultFormat.parquet:
         from ..present.parquet import write_parquet
 

@@ -5,13 +5,16 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 
 from ..analyse.stats import summarize
-from ..plan.plan import Plan
 from ..store.records import FAILED_STATES, ExperimentRecord, RunRecord
 from .export import columns
+
+if TYPE_CHECKING:  # the spec's models cost a tenth of a second to import; results tables need none
+    from ..plan.plan import Plan
 
 #: Medians of metrics other than the primary one shown per trial: more would not fit a terminal.
 MAX_OTHER_METRICS = 3

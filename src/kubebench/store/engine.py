@@ -12,17 +12,8 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 
 from ..errors import StoreError
+from .sqlite import BUSY_TIMEOUT_S, explain
 
-#: How long a writer waits for another one's lock (SQLite; ``?timeout=S`` in the URL sets another)
-#: or a server to answer (PostgreSQL).
-BUSY_TIMEOUT_S = 30
-#: What SQLite's terse errors mean for someone running kubebench.
-_SQLITE_HINTS = {
-    "database is locked": "another process has held the store's write lock for longer than the busy timeout",
-    "database or disk is full": "no space left for the store's file",
-    "attempt to write a readonly database": "the store's file or folder is not writable",
-    "disk I/O error": "the store's file could not be read or written",
-}
 CONNECT_TIMEOUT_S = 10
 _DRIVER_HINTS = {"postgresql": "pip install 'kubebench[postgres]' (psycopg)"}
 
@@ -72,9 +63,8 @@ def transaction(engine: Engine, what: str, write: bool = False) -> Iterator[Conn
             yield conn
     except SQLAlchemyError as e:
         message = first_line(e)
-        hint = next((h for text, h in _SQLITE_HINTS.items() if text in message), None)
-        if hint and engine.dialect.name == "sqlite":
-            message = f"{message} ({hint})"
+        if engine.dialect.name == "sqlite":
+            message = explain(message)
         raise StoreError(f"store {safe_url(engine)}: cannot {what}: {message}") from e
 
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
+from pydantic_core import from_json
 
-from ..errors import SpecError
+from ..errors import NotFoundError, SpecError
 
 RunStatus = Literal["pending", "running", "succeeded", "failed", "timeout", "cancelled"]
 RUN_STATUSES: tuple[str, ...] = get_args(RunStatus)
@@ -114,3 +117,39 @@ class RunResult(Record):
     log_tail: str = ""
     finished_at: float
     provenance: dict[str, object] = {}
+
+
+#: Columns of ``runs`` a RunRecord is made of, in the order both ways of reading a store select them
+#: (:mod:`.store` with SQLAlchemy, :mod:`.reader` with sqlite3); the JSON ones are read as text.
+RUN_COLUMNS = ("id", "trial_id", "repeat", "warmup", "status", "exit_code", "reason", "log_tail", "info",
+               "attempts", "started_at", "finished_at", "path", "metric_values", "provenance_id")
+JSON_RUN_COLUMNS = ("info", "metric_values")
+
+
+def run_records(experiment_id: str, rows: Sequence[tuple], params: dict[str, dict],
+                envs: dict[str, dict]) -> list[RunRecord]:
+    """RunRecords from rows of ``RUN_COLUMNS``, with their trial's params and their provenance."""
+    infos = json_objects([row[8] for row in rows])
+    metrics = json_objects([row[13] for row in rows])
+    return [RunRecord(run_id=run_id, experiment_id=experiment_id, trial_id=trial_id, repeat=repeat,
+                      warmup=bool(warmup), status=status, params=params.get(trial_id, {}), metrics=values,
+                      info=info, exit_code=exit_code, reason=reason, log_tail=log_tail, attempts=attempts,
+                      started_at=started_at, finished_at=finished_at, path=path,
+                      provenance=envs.get(provenance_id, {}))
+            for (run_id, trial_id, repeat, warmup, status, exit_code, reason, log_tail, _, attempts, started_at,
+                 finished_at, path, _, provenance_id), info, values in zip(rows, infos, metrics)]
+
+
+def json_objects(values: Sequence[str | dict | None]) -> list[dict]:
+    """Values of a JSON object column, ``null`` as empty: texts (SQLite) parsed in one call of
+    pydantic-core's parser (four times faster than ``json.loads`` one by one), or already parsed (psycopg)."""
+    if all(v is None or isinstance(v, str) for v in values):
+        parsed = from_json("[" + ",".join(v or "null" for v in values) + "]")
+    else:
+        parsed = [json.loads(v) if isinstance(v, str) else v for v in values]
+    return [p or {} for p in parsed]
+
+
+def experiment_not_found(experiment_id: str) -> NotFoundError:
+    """The error for an experiment id the store does not have."""
+    return NotFoundError(f"no experiment {experiment_id!r} in the store (see `kubebench experiments`)")

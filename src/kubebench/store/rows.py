@@ -16,7 +16,8 @@ from functools import cache
 from sqlalchemy import Connection, String, bindparam, delete, insert, literal, null, select, text, type_coerce, update
 
 from . import schema
-from .records import RunAttempt, RunRecord, RunResult
+from .records import JSON_RUN_COLUMNS, RunAttempt, RunResult
+from .records import RUN_COLUMNS as RUN_COLUMN_NAMES
 
 _r, _m, _p, _a = schema.runs, schema.metrics, schema.provenance, schema.run_attempts
 UPDATE_RUN = update(_r).where(_r.c.id == bindparam("b_run_id"))
@@ -37,11 +38,12 @@ _PG_METRICS_FROM_JSON = text(
     "INSERT INTO metrics (run_id, name, value) SELECT runs.id, m.key, m.value::double precision "
     "FROM runs CROSS JOIN LATERAL json_each_text(runs.metric_values) AS m WHERE runs.id = ANY(:run_ids)"
 )
-#: Run columns a RunRecord is made of, in the order the runs query selects them.
-#: JSON columns are read as text and parsed by ``_object`` (SQLAlchemy's JSON type costs twice as much).
-RUN_COLUMNS = (_r.c.id, _r.c.trial_id, _r.c.repeat, _r.c.warmup, _r.c.status, _r.c.exit_code, _r.c.reason,
-               _r.c.log_tail, type_coerce(_r.c.info, String), _r.c.attempts, _r.c.started_at, _r.c.finished_at,
-               _r.c.path, type_coerce(_r.c.metric_values, String), _r.c.provenance_id)
+#: ``records.RUN_COLUMNS``, JSON columns as text parsed by ``records.json_objects`` (SQLAlchemy's JSON
+#: type costs twice as much).
+RUN_COLUMNS = tuple(type_coerce(_r.c[name], String) if name in JSON_RUN_COLUMNS else _r.c[name]
+                    for name in RUN_COLUMN_NAMES)
+RUN_COLUMNS_WITHOUT_LOGS = tuple(literal("").label("log_tail") if name == "log_tail" else column
+                                 for name, column in zip(RUN_COLUMN_NAMES, RUN_COLUMNS))
 
 
 def record_results(conn: Connection, results: Sequence[RunResult], known: dict[str, str]) -> None:
@@ -138,22 +140,3 @@ def provenance_of(conn: Connection, ids: Iterable[str | None]) -> dict[str, dict
     if not wanted:
         return {}
     return dict(conn.execute(select(_p.c.id, _p.c.data).where(_p.c.id.in_(wanted))).all())
-
-
-def run_records(experiment_id: str, rows: Sequence, params: dict[str, dict],
-                envs: dict[str, dict]) -> list[RunRecord]:
-    """RunRecords from rows of ``RUN_COLUMNS``, with their trial's params and their provenance."""
-    return [RunRecord(run_id=run_id, experiment_id=experiment_id, trial_id=trial_id, repeat=repeat,
-                      warmup=bool(warmup), status=status, params=params.get(trial_id, {}), metrics=_object(metrics),
-                      info=_object(info), exit_code=exit_code, reason=reason, log_tail=log_tail, attempts=attempts,
-                      started_at=started_at, finished_at=finished_at, path=path,
-                      provenance=envs.get(provenance_id, {}))
-            for (run_id, trial_id, repeat, warmup, status, exit_code, reason, log_tail, info, attempts, started_at,
-                 finished_at, path, metrics, provenance_id) in rows]
-
-
-def _object(value: str | dict | None) -> dict:
-    """A JSON object column's value: text (SQLite) or already parsed (psycopg), ``null`` as empty."""
-    if value is None or value in ("{}", "null"):
-        return {}
-    return value if isinstance(value, dict) else json.loads(value)

@@ -1,9 +1,4 @@
-"""SQL tables of the store at its newest schema.
-
-``SCHEMA_VERSION`` goes up with every change of these tables, and each change comes with an Alembic
-migration in ``migrations/versions`` whose revision becomes ``HEAD_REVISION``; a test checks that the
-migrations and these tables agree.
-"""
+"""SQL tables of the store at its newest schema, ``SCHEMA_VERSION`` (see :mod:`.version`)."""
 
 from __future__ import annotations
 
@@ -21,9 +16,7 @@ from sqlalchemy import (
     Text,
 )
 
-SCHEMA_VERSION = 5
-#: The Alembic revision of ``SCHEMA_VERSION`` (checked against the migrations by a test).
-HEAD_REVISION = "0005"
+from .version import HEAD_REVISION, SCHEMA_VERSION  # noqa: F401  (the store's code reads them here)
 
 metadata = MetaData()
 

@@ -13,7 +13,7 @@ from ..errors import NotFoundError, StoreError
 from . import listing, rows, schema
 from .engine import make_engine, transaction
 from .migrate import ensure_current
-from .records import ExperimentRecord, RunAttempt, RunRecord, RunResult
+from .records import ExperimentRecord, RunAttempt, RunRecord, RunResult, experiment_not_found, run_records
 
 if TYPE_CHECKING:  # the spec's models cost a third of a second to import; reading results needs none
     from ..plan.plan import Plan
@@ -112,7 +112,7 @@ class Store:
         """One experiment with its run counts; NotFoundError names the id."""
         found = self._experiments(schema.experiments.c.id == experiment_id)
         if not found:
-            raise NotFoundError(f"no experiment {experiment_id!r} in the store (see `kubebench experiments`)")
+            raise experiment_not_found(experiment_id)
         return found[0]
 
     def experiments(self, limit: int | None = None) -> list[ExperimentRecord]:
@@ -151,10 +151,14 @@ class Store:
                 counts.setdefault(exp_id, {})[status] = n
         return [ExperimentRecord(**dict(zip(keys, row)), runs_by_status=counts.get(row.id, {})) for row in found]
 
-    def runs(self, experiment_id: str, include_warmup: bool = False) -> list[RunRecord]:
-        """All runs of an experiment with parameters, metrics and provenance (four queries, whatever the size)."""
+    def runs(self, experiment_id: str, include_warmup: bool = False, logs: bool = True) -> list[RunRecord]:
+        """All runs of an experiment with parameters, metrics and provenance (four queries, whatever the size).
+
+        ``logs=False`` leaves ``log_tail`` empty: results never show it, and the tails of 10,000 runs
+        are megabytes to read.
+        """
         r, t = schema.runs, schema.trials
-        query = (select(*rows.RUN_COLUMNS).join(t, t.c.id == r.c.trial_id)
+        query = (select(*(rows.RUN_COLUMNS if logs else rows.RUN_COLUMNS_WITHOUT_LOGS)).join(t, t.c.id == r.c.trial_id)
                  .where(r.c.experiment_id == experiment_id)
                  .order_by(t.c.index, r.c.warmup.desc(), r.c.repeat))
         if not include_warmup:
@@ -164,7 +168,7 @@ class Store:
             found = conn.execute(query).all()
             params = dict(conn.execute(select(t.c.id, t.c.params).where(t.c.experiment_id == experiment_id)).all())
             envs = rows.provenance_of(conn, (row[-1] for row in found))
-        return rows.run_records(experiment_id, found, params, envs)
+        return run_records(experiment_id, found, params, envs)
 
     def run(self, run_id: str) -> RunRecord:
         """One run by id; NotFoundError names the id."""
@@ -177,12 +181,12 @@ class Store:
                 raise NotFoundError(f"no run {run_id!r} in the store (see `kubebench results EXPERIMENT_ID`)")
             *columns, experiment_id, params = row
             envs = rows.provenance_of(conn, [row.provenance_id])
-        return rows.run_records(experiment_id, [columns], {row.trial_id: params}, envs)[0]
+        return run_records(experiment_id, [columns], {row.trial_id: params}, envs)[0]
 
     def _require(self, conn: Connection, experiment_id: str) -> None:
         e = schema.experiments
         if conn.scalar(select(e.c.id).where(e.c.id == experiment_id)) is None:
-            raise NotFoundError(f"no experiment {experiment_id!r} in the store (see `kubebench experiments`)")
+            raise experiment_not_found(experiment_id)
 
     def add_telemetry(self, run_id: str, samples: Iterable[tuple[str, float, float]]) -> None:
         """Store a run's telemetry, ``(series, t, value)`` samples, in place of any it had (one bulk insert)."""
