@@ -13,6 +13,7 @@ from kubebench.plan.plan import make_plan
 from kubebench.spec.model import BenchmarkSpec
 from kubebench.store import schema
 from kubebench.store.records import ExperimentRecord, RunResult
+from kubebench.store.reader import open_results
 from kubebench.store.store import open_store
 
 
@@ -78,13 +79,14 @@ def test_unknown_experiment_is_not_found(store) -> None:
         store.runs("nope")
 
 
-def test_a_newer_store_is_refused(store_url: str) -> None:
+@pytest.mark.parametrize("opened", [open_store, open_results])
+def test_a_newer_store_is_refused(store_url: str, opened) -> None:
     store = open_store(store_url)
     with store.engine.begin() as conn:
         conn.execute(update(schema.meta).values(value=str(schema.SCHEMA_VERSION + 1)))
     store.engine.dispose()
     with pytest.raises(StoreError, match="newer than this kubebench understands"):
-        open_store(store_url)
+        opened(store_url)
 
 
 @pytest.mark.parametrize("url", ["not a url", "nosuchdialect://x/y", "sqlite:////proc/no-such-folder/kb.db"])

@@ -29,10 +29,20 @@ StoreOpt = Annotated[Optional[str], typer.Option("--store", envvar="KUBEBENCH_ST
 StorageOpt = Annotated[Optional[str], typer.Option("--storage", envvar="KUBEBENCH_STORAGE", help="Shared storage of the runs' folders: a folder or a URL (s3://bucket/prefix, gs://…).")]
 
 
+#: Width of what is written to a file or a pipe: tables whole instead of squeezed into 80 columns.
+FILE_WIDTH = 200
+
+
 def make_console(stderr: bool = False):
+    """Rich's console on stdout (stderr): a terminal's width, else ``COLUMNS``, else ``FILE_WIDTH``."""
+    import os
+    import sys
+
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False)
+    stream = sys.stderr if stderr else sys.stdout
+    wide = not stream.isatty() and "COLUMNS" not in os.environ
+    return Console(stderr=stderr, highlight=False, width=FILE_WIDTH if wide else None)
 
 
 def expected_errors(command: Callable) -> Callable:
