@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from kubebench.errors import NotFoundError, StoreError
 from kubebench.plan.plan import make_plan
 from kubebench.spec.model import BenchmarkSpec
 from kubebench.store.reader import SqliteReader, open_results
-from kubebench.store.records import ExperimentRecord, RunResult
+from kubebench.store.records import FAILED_STATES, ExperimentRecord, RunRecord, RunResult, TrialResults
 from kubebench.store.store import Store, open_store
 
 from test_migrate import make_v1_store
@@ -72,9 +73,35 @@ def test_the_reader_returns_what_the_store_returns(sqlite_url: str, include_warm
     assert reader.experiment("mixed").primary_metric() == "ips"
 
 
+def assert_trials_are_the_runs_by_trial(trials: list[TrialResults], runs: list[RunRecord]) -> None:
+    assert [t.trial_id for t in trials] == list(dict.fromkeys(r.trial_id for r in runs))
+    for trial in trials:
+        mine = [r for r in runs if r.trial_id == trial.trial_id]
+        assert trial.params == mine[0].params
+        assert trial.runs_by_status == dict(Counter(r.status for r in mine))
+        assert trial.metrics == [r.metrics for r in mine if r.status == "succeeded"]
+
+
+def test_trial_results_are_the_counted_runs_by_trial(sqlite_url: str) -> None:
+    reader, store = open_results(sqlite_url), open_store(sqlite_url)
+    for exp_id in ("older", "mixed"):
+        trials = reader.trial_results(exp_id)
+        assert trials == store.trial_results(exp_id)
+        assert_trials_are_the_runs_by_trial(trials, store.runs(exp_id))
+    assert sum(len(t.metrics) for t in trials) == 2  # of `mixed`'s 6 counted runs, 2 succeeded
+
+
+def test_runs_in_some_states(sqlite_url: str) -> None:
+    reader, store = open_results(sqlite_url), open_store(sqlite_url)
+    failed = reader.runs("mixed", include_warmup=True, statuses=FAILED_STATES)
+    assert failed == store.runs("mixed", include_warmup=True, statuses=FAILED_STATES)
+    assert failed == [r for r in store.runs("mixed", include_warmup=True) if r.status in FAILED_STATES]
+    assert {r.status for r in failed} == {"failed", "timeout"} and any(r.warmup for r in failed)
+
+
 def test_an_unknown_experiment_is_the_same_error(sqlite_url: str) -> None:
     reader = open_results(sqlite_url)
-    for read in (reader.experiment, reader.runs):
+    for read in (reader.experiment, reader.runs, reader.trial_results):
         with pytest.raises(NotFoundError, match="no experiment 'nope' in the store"):
             read("nope")
 
@@ -114,7 +141,10 @@ def test_a_postgresql_store_goes_through_the_store(postgres_url: str) -> None:
     _fill(postgres_url)
     opened = open_results(postgres_url)
     assert isinstance(opened, Store)
-    assert {r.status for r in opened.runs("mixed")} == {"succeeded", "failed", "timeout", "running", "pending"}
+    runs = opened.runs("mixed")
+    assert {r.status for r in runs} == {"succeeded", "failed", "timeout", "running", "pending"}
+    assert_trials_are_the_runs_by_trial(opened.trial_results("mixed"), runs)
+    assert {r.status for r in opened.runs("mixed", statuses=["timeout"])} == {"timeout"}
 
 
 def test_an_older_store_gets_the_stores_error(tmp_path: Path) -> None:

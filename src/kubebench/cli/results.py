@@ -24,12 +24,12 @@ class ResultFormat(str, Enum):
 
 def print_results(console, store: ResultsSource, experiment_id: str) -> None:
     from ..present.tables import failures_table, results_table
+    from ..store.records import FAILED_STATES
 
-    runs = store.runs(experiment_id, include_warmup=True, logs=False)
+    trials = store.trial_results(experiment_id)
     primary = store.experiment(experiment_id).primary_metric()
-    counted = [r for r in runs if not r.warmup]
-    console.print(results_table(counted, primary, title=f"results of {experiment_id}"))
-    failures = failures_table(runs)
+    console.print(results_table(trials, primary, title=f"results of {experiment_id}"))
+    failures = failures_table(store.runs(experiment_id, include_warmup=True, logs=False, statuses=FAILED_STATES))
     if failures is not None:
         console.print(failures)
 

@@ -77,10 +77,9 @@ def _execute(experiment, config, console, metrics_port: Optional[int] = None) ->
             server.server_close()
     from .results import print_results
 
-    runs = store.runs(exp_id, include_warmup=True)
     print_results(console, store, exp_id)
     console.print(f"experiment [bold]{exp_id}[/] · store {config.store_url}")
-    return sum(1 for r in runs if r.status in FAILED_STATES)
+    return len(store.runs(exp_id, include_warmup=True, logs=False, statuses=FAILED_STATES))
 
 
 @app.command()

@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING
 from rich.table import Table
 
 from ..analyse.stats import summarize
-from ..store.records import FAILED_STATES, ExperimentRecord, RunRecord
-from .export import columns
+from ..store.records import FAILED_STATES, ExperimentRecord, RunRecord, TrialResults
 
 if TYPE_CHECKING:  # the spec's models cost a tenth of a second to import; results tables need none
     from ..plan.plan import Plan
@@ -45,9 +44,10 @@ def experiments_table(experiments: Sequence[ExperimentRecord]) -> Table:
     return table
 
 
-def results_table(runs: Sequence[RunRecord], primary: str | None, title: str = "results") -> Table:
+def results_table(trials: Sequence[TrialResults], primary: str | None, title: str = "results") -> Table:
     """One row per trial: parameters, run counts by state, and the primary metric's median and spread."""
-    params, metrics = columns(runs)
+    params = list(dict.fromkeys(name for trial in trials for name in trial.params))
+    metrics = sorted({name for trial in trials for values in trial.metrics for name in values})
     primary = primary if primary in metrics else (metrics[0] if metrics else None)
     others = [m for m in metrics if m != primary]
     hidden, others = others[MAX_OTHER_METRICS:], others[:MAX_OTHER_METRICS]
@@ -60,15 +60,15 @@ def results_table(runs: Sequence[RunRecord], primary: str | None, title: str = "
             table.add_column(name, justify="right")
     for name in others:
         table.add_column(f"{name} median", justify="right")
-    for trial_id, trial_runs in _by_trial(runs).items():
-        ok = [r for r in trial_runs if r.status == "succeeded"]
-        failed = sum(1 for r in trial_runs if r.status in FAILED_STATES)
-        row = [trial_id, *(_fmt(trial_runs[0].params.get(p)) for p in params), str(len(ok)), str(failed)]
+    for trial in trials:
+        ok = trial.runs_by_status.get("succeeded", 0)
+        failed = sum(trial.runs_by_status.get(state, 0) for state in FAILED_STATES)
+        row = [trial.trial_id, *(_fmt(trial.params.get(p)) for p in params), str(ok), str(failed)]
         if primary:
-            s = summarize([r.metrics[primary] for r in ok if primary in r.metrics])
+            s = summarize([values[primary] for values in trial.metrics if primary in values])
             row += [_num(s.median), _pct(s.cv), f"{_num(s.ci_low)} … {_num(s.ci_high)}"]
         for name in others:
-            row.append(_num(summarize([r.metrics[name] for r in ok if name in r.metrics]).median))
+            row.append(_num(summarize([values[name] for values in trial.metrics if name in values]).median))
         table.add_row(*row, style="red" if failed and not ok else None)
     return table
 
@@ -84,13 +84,6 @@ def failures_table(runs: Sequence[RunRecord]) -> Table | None:
     for r in failed:
         table.add_row(r.run_id, r.trial_id, str(r.repeat), r.status, _fmt(r.exit_code), r.reason)
     return table
-
-
-def _by_trial(runs: Sequence[RunRecord]) -> dict[str, list[RunRecord]]:
-    grouped: dict[str, list[RunRecord]] = {}
-    for run in runs:
-        grouped.setdefault(run.trial_id, []).append(run)
-    return grouped
 
 
 def _num(value: float) -> str:

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from ..errors import StoreError
-from .records import RUN_COLUMNS, ExperimentRecord, RunRecord, experiment_not_found, run_records
+from .records import (RUN_COLUMNS, TRIAL_RUN_COLUMNS, ExperimentRecord, RunRecord, TrialResults,
+                      experiment_not_found, run_records, trial_results)
 from .sqlite import explain, plain_file
 from .version import SCHEMA_VERSION
 
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 
 _EXPERIMENT_COLUMNS = tuple(name for name in ExperimentRecord.model_fields if name != "runs_by_status")
 _RUNS = ("SELECT {columns} FROM runs JOIN trials ON trials.id = runs.trial_id "
-         "WHERE runs.experiment_id = ? {warmup}ORDER BY trials.\"index\", runs.warmup DESC, runs.repeat")
+         "WHERE runs.experiment_id = ? {where}ORDER BY trials.\"index\", runs.warmup DESC, runs.repeat")
 
 
 class ResultsSource(Protocol):
@@ -35,7 +36,10 @@ class ResultsSource(Protocol):
 
     def experiment(self, experiment_id: str) -> ExperimentRecord: ...
 
-    def runs(self, experiment_id: str, include_warmup: bool = False, logs: bool = True) -> list[RunRecord]: ...
+    def runs(self, experiment_id: str, include_warmup: bool = False, logs: bool = True,
+             statuses: Collection[str] = ()) -> list[RunRecord]: ...
+
+    def trial_results(self, experiment_id: str) -> list[TrialResults]: ...
 
 
 class SqliteReader:
@@ -68,21 +72,40 @@ class SqliteReader:
                                        "GROUP BY status", (experiment_id,)))
         return ExperimentRecord(**dict(zip(_EXPERIMENT_COLUMNS, row)), runs_by_status=counts)
 
-    def runs(self, experiment_id: str, include_warmup: bool = False, logs: bool = True) -> list[RunRecord]:
+    def runs(self, experiment_id: str, include_warmup: bool = False, logs: bool = True,
+             statuses: Collection[str] = ()) -> list[RunRecord]:
         """All runs of an experiment with parameters, metrics and provenance, in trial and repeat order
-        (``logs=False``: ``log_tail`` left empty, as :meth:`.Store.runs`)."""
+        (``logs=False``: ``log_tail`` left empty; ``statuses``: only those: as :meth:`.Store.runs`)."""
         columns = ", ".join(f"runs.{c}" if logs or c != "log_tail" else "''" for c in RUN_COLUMNS)
-        warmup = "" if include_warmup else "AND runs.warmup = 0 "
+        where = "" if include_warmup else "AND runs.warmup = 0 "
+        if statuses:
+            where += f"AND runs.status IN ({', '.join('?' * len(statuses))}) "
         with self._read("read runs") as conn:
-            if conn.execute("SELECT 1 FROM experiments WHERE id = ?", (experiment_id,)).fetchone() is None:
-                raise experiment_not_found(experiment_id)
-            found = conn.execute(_RUNS.format(columns=columns, warmup=warmup), (experiment_id,)).fetchall()
-            params = {trial_id: json.loads(text) for trial_id, text in
-                      conn.execute("SELECT id, params FROM trials WHERE experiment_id = ?", (experiment_id,))}
+            self._require(conn, experiment_id)
+            found = conn.execute(_RUNS.format(columns=columns, where=where), (experiment_id, *statuses)).fetchall()
+            params = self._params(conn, experiment_id)
             wanted = sorted({row[-1] for row in found if row[-1]})  # the few environments the runs ran in
             envs = {pid: json.loads(text) for pid, text in conn.execute(
                 f"SELECT id, data FROM provenance WHERE id IN ({', '.join('?' * len(wanted))})", wanted)}
         return run_records(experiment_id, found, params, envs)
+
+    def trial_results(self, experiment_id: str) -> list[TrialResults]:
+        """Each trial's counted runs by state and the metrics of the succeeded ones (:meth:`.Store.trial_results`)."""
+        columns = ", ".join(f"runs.{c}" for c in TRIAL_RUN_COLUMNS)
+        with self._read("read runs") as conn:
+            self._require(conn, experiment_id)
+            found = conn.execute(_RUNS.format(columns=columns, where="AND runs.warmup = 0 "), (experiment_id,))
+            return trial_results(found.fetchall(), self._params(conn, experiment_id))
+
+    @staticmethod
+    def _require(conn: sqlite3.Connection, experiment_id: str) -> None:
+        if conn.execute("SELECT 1 FROM experiments WHERE id = ?", (experiment_id,)).fetchone() is None:
+            raise experiment_not_found(experiment_id)
+
+    @staticmethod
+    def _params(conn: sqlite3.Connection, experiment_id: str) -> dict[str, dict]:
+        return {trial_id: json.loads(text) for trial_id, text in
+                conn.execute("SELECT id, params FROM trials WHERE experiment_id = ?", (experiment_id,))}
 
 
 def open_results(url: str) -> ResultsSource:

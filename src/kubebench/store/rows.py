@@ -18,6 +18,7 @@ from sqlalchemy import Connection, String, bindparam, delete, insert, literal, n
 from . import schema
 from .records import JSON_RUN_COLUMNS, RunAttempt, RunResult
 from .records import RUN_COLUMNS as RUN_COLUMN_NAMES
+from .records import TRIAL_RUN_COLUMNS as TRIAL_RUN_COLUMN_NAMES
 
 _r, _m, _p, _a = schema.runs, schema.metrics, schema.provenance, schema.run_attempts
 UPDATE_RUN = update(_r).where(_r.c.id == bindparam("b_run_id"))
@@ -42,6 +43,7 @@ _PG_METRICS_FROM_JSON = text(
 #: type costs twice as much).
 RUN_COLUMNS = tuple(type_coerce(_r.c[name], String) if name in JSON_RUN_COLUMNS else _r.c[name]
                     for name in RUN_COLUMN_NAMES)
+TRIAL_RUN_COLUMNS = tuple(RUN_COLUMNS[RUN_COLUMN_NAMES.index(name)] for name in TRIAL_RUN_COLUMN_NAMES)
 RUN_COLUMNS_WITHOUT_LOGS = tuple(literal("").label("log_tail") if name == "log_tail" else column
                                  for name, column in zip(RUN_COLUMN_NAMES, RUN_COLUMNS))
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
@@ -13,7 +13,8 @@ from ..errors import NotFoundError, StoreError
 from . import listing, rows, schema
 from .engine import make_engine, transaction
 from .migrate import ensure_current
-from .records import ExperimentRecord, RunAttempt, RunRecord, RunResult, experiment_not_found, run_records
+from .records import (ExperimentRecord, RunAttempt, RunRecord, RunResult, TrialResults, experiment_not_found,
+                      run_records, trial_results)
 
 if TYPE_CHECKING:  # the spec's models cost a third of a second to import; reading results needs none
     from ..plan.plan import Plan
@@ -151,11 +152,12 @@ class Store:
                 counts.setdefault(exp_id, {})[status] = n
         return [ExperimentRecord(**dict(zip(keys, row)), runs_by_status=counts.get(row.id, {})) for row in found]
 
-    def runs(self, experiment_id: str, include_warmup: bool = False, logs: bool = True) -> list[RunRecord]:
+    def runs(self, experiment_id: str, include_warmup: bool = False, logs: bool = True,
+             statuses: Collection[str] = ()) -> list[RunRecord]:
         """All runs of an experiment with parameters, metrics and provenance (four queries, whatever the size).
 
         ``logs=False`` leaves ``log_tail`` empty: results never show it, and the tails of 10,000 runs
-        are megabytes to read.
+        are megabytes to read. ``statuses``: only the runs in these states.
         """
         r, t = schema.runs, schema.trials
         query = (select(*(rows.RUN_COLUMNS if logs else rows.RUN_COLUMNS_WITHOUT_LOGS)).join(t, t.c.id == r.c.trial_id)
@@ -163,12 +165,26 @@ class Store:
                  .order_by(t.c.index, r.c.warmup.desc(), r.c.repeat))
         if not include_warmup:
             query = query.where(r.c.warmup.is_(False))
+        if statuses:
+            query = query.where(r.c.status.in_(statuses))
         with self._tx("read runs") as conn:
             self._require(conn, experiment_id)
             found = conn.execute(query).all()
             params = dict(conn.execute(select(t.c.id, t.c.params).where(t.c.experiment_id == experiment_id)).all())
             envs = rows.provenance_of(conn, (row[-1] for row in found))
         return run_records(experiment_id, found, params, envs)
+
+    def trial_results(self, experiment_id: str) -> list[TrialResults]:
+        """Each trial's counted runs by state and the metrics of the succeeded ones (two queries)."""
+        r, t = schema.runs, schema.trials
+        query = (select(*rows.TRIAL_RUN_COLUMNS)
+                 .join(t, t.c.id == r.c.trial_id).where(r.c.experiment_id == experiment_id, r.c.warmup.is_(False))
+                 .order_by(t.c.index, r.c.repeat))
+        with self._tx("read runs") as conn:
+            self._require(conn, experiment_id)
+            found = conn.execute(query).all()
+            params = dict(conn.execute(select(t.c.id, t.c.params).where(t.c.experiment_id == experiment_id)).all())
+        return trial_results(found, params)
 
     def run(self, run_id: str) -> RunRecord:
         """One run by id; NotFoundError names the id."""
