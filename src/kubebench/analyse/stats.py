@@ -153,7 +153,7 @@ def _two_sided_quantile(nu: int, a: float) -> float:
         low, high = (low, theta) if f > 0 else (theta, high)
         step = f / (two_c * math.cos(theta) ** (nu - 1))
         following = theta - step if low < theta - step < high else (low + high) / 2
-        if abs(following - theta) <= 1e-16 * theta:
+        if abs(following - theta) <= 4e-16 * theta:  # two ulps: converged
             break
         theta = following
     return math.sqrt(nu) * math.tan(theta)
