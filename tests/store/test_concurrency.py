@@ -12,6 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from kubebench.cli import app
+from kubebench.errors import StoreError
+from kubebench.store import migrate
 from kubebench.store.store import open_store
 
 WRITER = textwrap.dedent("""
@@ -80,3 +82,36 @@ def test_two_kubebench_runs_at_once_share_one_store(home: Path, write) -> None:
     for i in range(2):
         assert sorted(r.metrics["v"] for r in store.runs(f"together-{i}")) == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
     assert CliRunner().invoke(app, ["experiments"]).exit_code == 0
+
+
+def test_opening_retries_an_immediate_locked_answer_until_the_busy_timeout(tmp_path: Path, monkeypatch) -> None:
+    """SQLite can answer "database is locked" at once to a runner opening a new store while another
+    creates it (seen in CI): opening retries that answer until the store's busy timeout."""
+    real, calls = migrate.transaction, []
+
+    def locked_at_first(engine, what, write=False):
+        calls.append(what)
+        if len(calls) <= 2:
+            raise StoreError("store x: cannot open the store: database is locked (…)")
+        return real(engine, what, write)
+
+    monkeypatch.setattr(migrate, "transaction", locked_at_first)
+    store = open_store(f"sqlite:///{tmp_path / 'kb.db'}")
+    assert len(calls) == 3 and store.experiments() == []
+    calls.clear()
+    with pytest.raises(StoreError, match="database is locked"):  # ?timeout=0: one more try at most
+        open_store(f"sqlite:///{tmp_path / 'other.db'}?timeout=0")
+    assert len(calls) <= 2
+
+
+def test_opening_does_not_retry_other_errors(tmp_path: Path, monkeypatch) -> None:
+    calls = []
+
+    def failing(engine, what, write=False):
+        calls.append(what)
+        raise StoreError("store x: cannot open the store: disk I/O error")
+
+    monkeypatch.setattr(migrate, "transaction", failing)
+    with pytest.raises(StoreError, match="disk I/O error"):
+        open_store(f"sqlite:///{tmp_path / 'kb.db'}")
+    assert calls == ["open the store"]

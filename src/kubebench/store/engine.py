@@ -36,7 +36,7 @@ def make_engine(url: str) -> Engine:
         except OSError as e:
             raise StoreError(f"store URL {url!r}: cannot create the folder of the database: {e}") from e
     try:
-        busy = float(parsed.query.get("timeout", BUSY_TIMEOUT_S)) if backend == "sqlite" else BUSY_TIMEOUT_S
+        busy = busy_timeout(parsed)
     except (TypeError, ValueError):
         raise StoreError(f"store URL {url!r}: timeout must be a number of seconds") from None
     try:
@@ -48,6 +48,11 @@ def make_engine(url: str) -> Engine:
         event.listen(engine, "connect", partial(_sqlite_connect, busy_timeout=busy))
         event.listen(engine, "begin", _sqlite_begin)
     return engine
+
+
+def busy_timeout(url: URL) -> float:
+    """How long a SQLite writer waits for the lock (``?timeout=S``); others: ``BUSY_TIMEOUT_S``."""
+    return float(url.query.get("timeout", BUSY_TIMEOUT_S)) if url.get_backend_name() == "sqlite" else BUSY_TIMEOUT_S
 
 
 def writer(engine: Engine) -> Engine:

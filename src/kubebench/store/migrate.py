@@ -9,6 +9,7 @@ revision the migrations start from. Alembic is imported only to upgrade: it cost
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from sqlalchemy import Column, Connection, Engine, MetaData, String, Table, insp
 
 from ..errors import StoreError
 from . import schema
-from .engine import safe_url, transaction
+from .engine import busy_timeout, safe_url, transaction
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 #: The revision of schema version 1, the schema of stores made before Alembic was used.
@@ -50,12 +51,31 @@ def read_state(conn: Connection) -> SchemaState:
 
 def ensure_current(engine: Engine) -> None:
     """Create a new store at the newest schema; refuse a store of another schema with what to do."""
-    with transaction(engine, "open the store", write=True) as conn:
-        state = read_state(conn)
-        if state.version is None:
-            _create(conn)
-            return
-    _refuse_other(engine, state)
+    state = _open(engine, time.monotonic() + busy_timeout(engine.url))
+    if state is not None:
+        _refuse_other(engine, state)
+
+
+def _open(engine: Engine, deadline: float) -> SchemaState | None:
+    """The state of a store that exists, or None once a new one is created.
+
+    Two runners opening a new SQLite store at once: SQLite may answer one of them "database is
+    locked" at once instead of making it wait (seen in CI; its busy handler is not called on some
+    lock transitions, as while the other turns the new file to WAL). That answer is retried until
+    the store's busy timeout has passed; nothing has been written by then.
+    """
+    while True:
+        try:
+            with transaction(engine, "open the store", write=True) as conn:
+                state = read_state(conn)
+                if state.version is None:
+                    _create(conn)
+                    return None
+                return state
+        except StoreError as e:
+            if "database is locked" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def _refuse_other(engine: Engine, state: SchemaState) -> None:
