@@ -22,16 +22,18 @@ class ResultFormat(str, Enum):
     parquet = "parquet"
 
 
-def print_results(console, store: ResultsSource, experiment_id: str) -> None:
+def print_results(console, store: ResultsSource, experiment_id: str) -> int:
+    """Print the per-trial table and the failed runs; return how many runs failed (warm-ups too)."""
     from ..present.tables import failures_table, results_table
     from ..store.records import FAILED_STATES
 
     trials = store.trial_results(experiment_id)
     primary = store.experiment(experiment_id).primary_metric()
     console.print(results_table(trials, primary, title=f"results of {experiment_id}"))
-    failures = failures_table(store.runs(experiment_id, include_warmup=True, logs=False, statuses=FAILED_STATES))
-    if failures is not None:
-        console.print(failures)
+    failed = store.runs(experiment_id, include_warmup=True, logs=False, statuses=FAILED_STATES)
+    if failed:
+        console.print(failures_table(failed))
+    return len(failed)
 
 
 class ListFormat(str, Enum):

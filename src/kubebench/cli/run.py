@@ -52,7 +52,6 @@ def _execute(experiment, config, console, metrics_port: Optional[int] = None) ->
     from ..cancel import Cancel, stop_signals
     from ..present.progress import RichProgress
     from ..runner import execute
-    from ..store.records import FAILED_STATES
     from ..store.store import open_store
 
     store = open_store(config.store_url)
@@ -77,9 +76,9 @@ def _execute(experiment, config, console, metrics_port: Optional[int] = None) ->
             server.server_close()
     from .results import print_results
 
-    print_results(console, store, exp_id)
+    failed = print_results(console, store, exp_id)
     console.print(f"experiment [bold]{exp_id}[/] · store {config.store_url}")
-    return len(store.runs(exp_id, include_warmup=True, logs=False, statuses=FAILED_STATES))
+    return failed
 
 
 @app.command()

@@ -134,13 +134,14 @@ class RunResult(Record):
 RUN_COLUMNS = ("id", "trial_id", "repeat", "warmup", "status", "exit_code", "reason", "log_tail", "info",
                "attempts", "started_at", "finished_at", "path", "metric_values", "provenance_id")
 JSON_RUN_COLUMNS = ("info", "metric_values")
+_INFO, _METRICS = (RUN_COLUMNS.index(name) for name in JSON_RUN_COLUMNS)
 
 
 def run_records(experiment_id: str, rows: Sequence[tuple], params: dict[str, dict],
                 envs: dict[str, dict]) -> list[RunRecord]:
     """RunRecords from rows of ``RUN_COLUMNS``, with their trial's params and their provenance."""
-    infos = json_objects([row[8] for row in rows])
-    metrics = json_objects([row[13] for row in rows])
+    infos = json_objects([row[_INFO] for row in rows])
+    metrics = json_objects([row[_METRICS] for row in rows])
     return [RunRecord(run_id=run_id, experiment_id=experiment_id, trial_id=trial_id, repeat=repeat,
                       warmup=bool(warmup), status=status, params=params.get(trial_id, {}), metrics=values,
                       info=info, exit_code=exit_code, reason=reason, log_tail=log_tail, attempts=attempts,
