@@ -157,30 +157,36 @@ def peak_memory(device: torch.device) -> int:
     return torch.cuda.max_memory_allocated(device) if device.type == "cuda" else peak_rss_bytes()
 
 
+def run(args: argparse.Namespace, group: Group) -> None:
+    """Build, run the steps, and report the benchmark's numbers from rank 0."""
+    memory_format = torch.channels_last if args.channels_last else torch.contiguous_format
+    model = build(args, group, memory_format)
+    try:
+        batches = input_batches(args, group, memory_format)
+    except (OSError, ValueError) as e:
+        sys.exit(f"cnn: {e}")  # a missing or malformed dataset: one line, not a traceback
+    if group.rank == 0:
+        describe(args, group)
+    times, cpu = timed_steps(make_step(args, model, group), batches, args.warmup_steps + args.steps, group.device)
+    measured = times[args.warmup_steps:]
+    rate = group.allreduce(args.batch_size * len(measured) / sum(measured))
+    peak = group.allreduce(float(peak_memory(group.device)), op="max")
+    if group.rank == 0:
+        report_throughput(rate, measured, {"peak_memory_bytes": peak})
+        write_step_times(args.warmup_steps, args.batch_size, group.world_size, times, cpu_seconds=cpu)
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: parse arguments, run the steps, and report the benchmark's numbers from rank 0."""
+    """Entry point: parse arguments, join the peers, run, and leave the group in order."""
     args = parse_args(argv)
     torch.manual_seed(args.seed)  # same initial weights everywhere (DDP and MPI broadcast rank 0's anyway)
     group = setup(args.dist, args.threads)
     try:
-        memory_format = torch.channels_last if args.channels_last else torch.contiguous_format
-        model = build(args, group, memory_format)
-        try:
-            batches = input_batches(args, group, memory_format)
-        except (OSError, ValueError) as e:
-            sys.exit(f"cnn: {e}")  # a missing or malformed dataset: one line, not a traceback
-        if group.rank == 0:
-            describe(args, group)
-        times, cpu = timed_steps(make_step(args, model, group), batches, args.warmup_steps + args.steps, group.device)
-        measured = times[args.warmup_steps:]
-        rate = group.allreduce(args.batch_size * len(measured) / sum(measured))
-        peak = group.allreduce(float(peak_memory(group.device)), op="max")
-        if group.rank == 0:
-            report_throughput(rate, measured, {"peak_memory_bytes": peak})
-            write_step_times(args.warmup_steps, args.batch_size, group.world_size, times, cpu_seconds=cpu)
-    finally:
+        run(args, group)
+    except BaseException:
         group.close()
-
+        raise
+    group.end()
 
 if __name__ == "__main__":
     main()

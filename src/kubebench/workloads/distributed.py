@@ -50,9 +50,33 @@ class Group:
         return value
 
     def close(self) -> None:
-        """Leave the process group (MPI finalises itself at exit)."""
+        """Leave the process group after a failure (no barrier: a peer may be gone already)."""
         if dist.is_initialized():
             dist.destroy_process_group()
+
+    def end(self) -> None:
+        """End a run that completed on this rank, in order: wait until every rank has finished
+        talking, then leave. Under ``torch.distributed`` the process then exits at once, with
+        status 0, and this never returns.
+
+        Why exit at once: PyTorch's DDP reducer keeps its process group alive after
+        ``destroy_process_group()``, so gloo's worker and transport threads outlive it (see
+        ``tests/workloads/test_teardown.py``). A C++ thread that takes the GIL while the interpreter
+        finalises is ended with ``pthread_exit``, which aborts the process ("terminate called without an
+        active exception", exit 134) after the run's numbers were printed. With every output flushed
+        and every peer past the barrier, ending the process is the orderly end; MPI ranks instead
+        finalise normally (mpirun expects ``MPI_Finalize``), after the same barrier.
+        """
+        if self.mode == "mpi":
+            self.comm.Barrier()
+            return
+        if self.mode != "torch" or not dist.is_initialized():
+            return
+        dist.barrier()
+        dist.destroy_process_group()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
 
 
 def _first(names: tuple[str, ...], default: str) -> str:

@@ -143,8 +143,10 @@ def main(argv: list[str] | None = None) -> None:
         if group.rank == 0:
             print(f"mlperf_cnn: {status} after {epoch} epochs, eval accuracy {accuracy:.4f} "
                   f"(target {args.target_accuracy})", flush=True)
-    finally:
+    except BaseException:
         group.close()
+        raise
+    group.end()
 
 
 if __name__ == "__main__":
