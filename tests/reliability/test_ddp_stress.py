@@ -1,0 +1,54 @@
+"""Two-worker DDP runs of the CNN through `kubebench run`, with a CPU hog beside them: every run
+succeeds (review ux.md B4: 2–7 of 20 such runs used to abort at exit with SIGABRT, exit 134).
+``bench/ddp_stress.py`` runs the longer version (100 runs) and reports the failure count.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kubebench.cli import app
+
+RUNS = 20
+runner = CliRunner(env={"COLUMNS": "200"})
+SPEC = """\
+apiVersion: kubebench/v1
+kind: Benchmark
+name: ddp-stress
+job:
+  kind: PyTorchJob
+  workers: 2
+  command: [python, -m, kubebench.workloads.cnn, --batch-size, "8", --steps, "3", --warmup-steps, "1", --threads, "1"]
+repeats: {runs}
+timeout: 5m
+metrics:
+  - {{name: images_per_sec, unit: images/s, goal: maximize, primary: true}}
+"""
+
+
+@pytest.fixture
+def cpu_hog():
+    """A process spinning on a CPU for the length of the test."""
+    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    yield hog
+    hog.kill()
+    hog.wait()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)  # 20 runs of two fresh PyTorch processes each, on a busy 2-core machine
+def test_twenty_ddp_runs_beside_a_cpu_hog_all_succeed(home: Path, write, cpu_hog) -> None:
+    spec = write("stress.yaml", SPEC.format(runs=RUNS))
+    result = runner.invoke(app, ["run", str(spec), "--id", "ddp-stress"])
+    runs = json.loads(runner.invoke(app, ["results", "ddp-stress", "-f", "json"]).stdout)
+    failed = [(r["run_id"], r["reason"]) for r in runs if r["status"] != "succeeded"]
+    assert cpu_hog.poll() is None  # the hog ran for the whole test
+    assert len(runs) == RUNS and not failed, failed
+    assert result.exit_code == 0, result.output
+    assert all(r["metrics"]["images_per_sec"] > 0 for r in runs)
