@@ -30,7 +30,7 @@ def serve(
     from ..web.app import make_app
     from ..web.auth import new_token
 
-    listening = listen(host, port)  # before anything is printed: a busy port is one clear error
+    bound = bind(host, port)  # before anything is printed: a busy port is one clear error
     config = settings(store)
     token = token or new_token()
     web = make_app(open_store(config.store_url), config, token=token, read_only=read_only)
@@ -44,11 +44,15 @@ def serve(
         typer.echo(f"kubebench dashboard (read-only): {url}")
     else:  # the page keeps the token and takes it out of the address bar
         typer.echo(f"kubebench dashboard: {url}?token={token}")
-    uvicorn.Server(uvicorn.Config(web, host=host, port=port, log_level="warning")).run(sockets=[listening])
+    uvicorn.Server(uvicorn.Config(web, host=host, port=port, log_level="warning")).run(sockets=[bound])
 
 
-def listen(host: str, port: int):
-    """A socket bound to ``host:port`` and listening; ServeError (exit 3) when that is refused."""
+def bind(host: str, port: int):
+    """A socket bound to ``host:port``; ServeError (exit 3) when that is refused.
+
+    It listens only once uvicorn serves (asyncio calls listen()): until the app is ready a client
+    is refused, as before, rather than left waiting in the backlog.
+    """
     import errno
     import socket
 
@@ -63,7 +67,6 @@ def listen(host: str, port: int):
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn: a port in TIME_WAIT is free
         sock.bind(address)
-        sock.listen(2048)
     except OSError as e:
         sock.close()
         why = ("the port is in use (another `kubebench serve`?): choose another with --port"
