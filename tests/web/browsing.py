@@ -39,7 +39,7 @@ def browsing_page(browser, artifacts: Path, viewport: dict | None = None, color_
     """A new browser context (``viewport``, ``color_scheme``) and its page, watched as :class:`Browsing`."""
     context = browser.new_context(viewport=viewport or {"width": 1280, "height": 900}, color_scheme=color_scheme)
     page = context.new_page()
-    page.set_default_timeout(20_000)
+    page.set_default_timeout(60_000)  # Plotly (4.6 MB) parses slowly on a loaded 2-core machine
     state = Browsing(page, artifacts)
 
     def route(request_route):
