@@ -58,6 +58,12 @@ class ExportError(KubebenchError):
     """An export target (MLflow, a file format) is missing its package or refused the data."""
 
 
+class ServeError(KubebenchError):
+    """``kubebench serve`` cannot listen where it was told to (a port in use, an address not here)."""
+
+    exit_code = 3
+
+
 class NotFoundError(KubebenchError):
     """An experiment or run id that the store does not hold, or a file that storage does not hold."""
 

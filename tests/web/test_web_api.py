@@ -219,7 +219,7 @@ def test_events_of_a_finished_experiment_end_at_once(web_client, web_home) -> No
     import json
 
     data = json.loads(text.split("data: ", 1)[1])
-    assert data == {"state": "succeeded", "runs": 8, "runs_by_status": {
+    assert data == {"state": "succeeded", "partial": False, "runs": 8, "runs_by_status": {
         "succeeded": 8, "failed": 0, "running": 0, "pending": 0, "cancelled": 0, "timeout": 0}}
 
 

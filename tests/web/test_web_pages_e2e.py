@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
 
+from browsing import browsing_page
 from web_support import LiveServer, serving
 
 pytestmark = pytest.mark.slow
@@ -38,54 +37,10 @@ repeats: many
 """
 
 
-@dataclass
-class Browsing:
-    """A browser page whose requests to other hosts are refused, and what it logged."""
-
-    page: object
-    artifacts: Path
-    errors: list[str] = field(default_factory=list)
-    blocked: list[str] = field(default_factory=list)
-    allowed_statuses: set[int] = field(default_factory=set)
-
-    def shot(self, name: str) -> Path:
-        path = self.artifacts / f"web-{name}.png"
-        self.page.screenshot(path=str(path), full_page=True)
-        return path
-
-    def assert_clean(self) -> None:
-        assert not self.blocked, f"requests to other hosts: {self.blocked}"
-        assert not self.errors, f"JS errors: {self.errors}"
-
-
 @pytest.fixture
 def browsing(browser, artifacts):
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(20_000)
-    state = Browsing(page, artifacts)
-
-    def route(request_route):
-        host = urlsplit(request_route.request.url).hostname
-        if host in ("127.0.0.1", "localhost") or request_route.request.url.startswith(("data:", "blob:")):
-            request_route.continue_()
-        else:
-            state.blocked.append(request_route.request.url)
-            request_route.abort()
-
-    def console(message):
-        if message.type != "error":
-            return
-        status = re.search(r"status of (\d{3})", message.text)
-        if status and int(status.group(1)) in state.allowed_statuses:
-            return  # an answer the test provoked on purpose (Chromium logs every HTTP error)
-        state.errors.append(message.text)
-
-    context.route("**/*", route)
-    page.on("console", console)
-    page.on("pageerror", lambda error: state.errors.append(f"uncaught: {error}"))
-    yield state
-    context.close()
+    with browsing_page(browser, artifacts) as state:
+        yield state
 
 
 @pytest.fixture
@@ -123,7 +78,9 @@ def test_experiments_list_filters_and_pages(browsing, live_server, web_home):
     page.wait_for_url(re.compile(r"state=failed"))
     page.wait_for_function("document.querySelectorAll('#experiments-table tbody tr[data-id]').length === 1")
     assert page.get_attribute("#experiments-table tbody tr[data-id]", "data-id") == web_home.failed
-    assert page.text_content("#experiments-table tbody tr[data-id] .badge") == "failed"
+    # one run succeeded and one failed: filtered as failed, shown as partial
+    assert page.get_attribute("#experiments-table tbody tr[data-id]", "data-state") == "failed"
+    assert page.text_content("#experiments-table tbody tr[data-id] .badge") == "partial"
 
     page.goto(f"{live_server.url}/?q=web-demo&limit=1")  # search, one per page
     page.wait_for_selector("#experiments-table[data-ready='1']")
@@ -180,6 +137,9 @@ def test_launch_watch_plot_logs_and_files(browsing, fresh_live):
     assert page.locator("#plot-dist").bounding_box()["height"] >= 300  # the box holds its chart
     # a workers sweep also gets the scaling curve: measured and ideal
     assert page.locator("#plot-scaling.js-plotly-plot .scatterlayer .trace").count() == 2
+    # launched here: the runner's own output is on the page
+    assert page.is_visible("#runner-log-section")
+    assert page.text_content("#runner-log").strip()
     browsing.shot("experiment")
 
     page.locator("#runs-table .run-link").first.click()

@@ -30,6 +30,7 @@ def serve(
     from ..web.app import make_app
     from ..web.auth import new_token
 
+    bound = bind(host, port)  # before anything is printed: a busy port is one clear error
     config = settings(store)
     token = token or new_token()
     web = make_app(open_store(config.store_url), config, token=token, read_only=read_only)
@@ -43,7 +44,35 @@ def serve(
         typer.echo(f"kubebench dashboard (read-only): {url}")
     else:  # the page keeps the token and takes it out of the address bar
         typer.echo(f"kubebench dashboard: {url}?token={token}")
-    uvicorn.run(web, host=host, port=port, log_level="warning")
+    uvicorn.Server(uvicorn.Config(web, host=host, port=port, log_level="warning")).run(sockets=[bound])
+
+
+def bind(host: str, port: int):
+    """A socket bound to ``host:port``; ServeError (exit 3) when that is refused.
+
+    It listens only once uvicorn serves (asyncio calls listen()): until the app is ready a client
+    is refused, as before, rather than left waiting in the backlog.
+    """
+    import errno
+    import socket
+
+    from ..errors import ServeError
+
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
+                                                             flags=socket.AI_PASSIVE)[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as e:
+        raise ServeError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn: a port in TIME_WAIT is free
+        sock.bind(address)
+    except OSError as e:
+        sock.close()
+        why = ("the port is in use (another `kubebench serve`?): choose another with --port"
+               if e.errno == errno.EADDRINUSE else e.strerror or str(e))
+        raise ServeError(f"cannot listen on {_url_host(host)}:{port}: {why}") from None
+    return sock
 
 
 def _loopback(host: str) -> bool:

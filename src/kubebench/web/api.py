@@ -60,7 +60,8 @@ def experiments(
         offset=offset, limit=limit, active=_launcher(request).active_ids())
     return {"total": page.total, "offset": offset, "limit": limit,
             "counts": {s: page.counts.get(s, 0) for s in STATES},
-            "items": [queries.experiment_summary(r) for r in page.items]}
+            "items": [queries.experiment_summary(r, launched_here=_launcher(request).launched_here(r.id))
+                      for r in page.items]}
 
 
 @router.get("/experiments/{experiment_id}", response_model=models.ExperimentDetail)
@@ -80,7 +81,8 @@ def _progress(request: Request, experiment_id: str) -> dict:
     record = _store(request).experiment(experiment_id)
     summary = queries.experiment_summary(record)
     state = queries.live_state(record, launcher.is_active(experiment_id))
-    return {"state": state, "runs_by_status": summary["runs_by_status"], "runs": summary["runs"]}
+    return {"state": state, "partial": queries.partial(state, summary["runs_by_status"]),
+            "runs_by_status": summary["runs_by_status"], "runs": summary["runs"]}
 
 
 @router.get("/experiments/{experiment_id}/events", response_class=StreamingResponse,

@@ -47,7 +47,7 @@ def make_app(store, settings=None, token: str | None = None, read_only: bool = F
     web.include_router(api.router)
     web.include_router(pages.router)
     web.mount("/static", StaticFiles(directory=STATIC), name="static")
-    web.mount("/metrics", make_asgi_app(make_registry(store)))
+    web.add_route("/metrics", pages.AsgiEndpoint(make_asgi_app(make_registry(store))), include_in_schema=False)
     return web
 
 

@@ -36,8 +36,10 @@ class ExperimentSummary(_Open):
     created_at: float
     updated_at: float
     state: str = Field(description="pending, running, succeeded, failed or cancelled")
+    partial: bool = Field(False, description="failed, yet some runs succeeded (the dashboard shows it as partial)")
     runs: int = Field(description="counted runs (warm-up runs excluded)")
     runs_by_status: dict[str, int]
+    launched_here: bool = Field(False, description="launched by this server, which can therefore cancel it")
 
 
 class ExperimentList(BaseModel):
@@ -65,7 +67,9 @@ class Trial(_Open):
     index: int
     params: dict[str, object]
     runs: int
-    failed: int
+    failed: int = Field(description="runs that ran and failed or timed out")
+    cancelled: int = 0
+    unfinished: int = Field(0, description="runs pending or running")
     summary: dict[str, Summary] = Field(description="metric name → statistics over the trial's runs")
 
 
@@ -93,12 +97,12 @@ class RunSummary(_Open):
 
 class ExperimentDetail(ExperimentSummary):
     spec_text: str
+    description: str = Field("", description="the spec's description")
     metrics: list[Metric]
     primary_metric: Optional[str] = None
     swept: list[str]
     trials: list[Trial]
     runs: list[RunSummary] = Field(description="every run, warm-up runs included (their `warmup` is true)")
-    launched_here: bool
     runner_log: Optional[str] = Field(None, description="end of the runner's output (experiments launched here)")
 
 
@@ -151,6 +155,8 @@ class Comparison(_Open):
     a: str
     b: str
     metric: str
+    unit: str = ""
     goal: str
+    threshold: float = Field(description="relative change below which a difference counts as noise")
     rows: list[ComparisonRow]
     warnings: list[str]

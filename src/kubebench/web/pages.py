@@ -44,6 +44,18 @@ def plotly_script() -> FileResponse:
                         headers={"Cache-Control": "public, max-age=31536000, immutable"})
 
 
+class AsgiEndpoint:
+    """An ASGI app served at one exact path (``/metrics``): a mount would answer only below it,
+    redirecting ``/metrics`` to ``/metrics/``, which scrapers configured for ``/metrics`` then follow
+    or refuse. Starlette calls a plain function with a Request; an object is called as ASGI."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        await self.app(scope, receive, send)
+
+
 def _page(request: Request, template: str, title: str, status_code: int = 200, **context: object) -> HTMLResponse:
     context = {"title": title, "plotly_tag": plotly_js()[1], "page": template.removesuffix(".html"),
                "read_only": request.app.state.read_only, **context}

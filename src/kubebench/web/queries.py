@@ -18,12 +18,22 @@ SUMMARY_FIELDS = ("n", "failed", "mean", "median", "stdev", "cv", "ci_low", "ci_
                   "olympic_mean", "ci_half_width_rel", "confidence")
 
 
-def experiment_summary(record: ExperimentRecord, active: bool = False) -> dict:
-    """ExperimentSummary: ids, times, state and the counted runs by status."""
+#: Runs that ran and failed; a cancelled run was stopped, not failed, and is counted apart.
+RAN_AND_FAILED = tuple(s for s in FAILED_STATES if s != "cancelled")
+
+
+def experiment_summary(record: ExperimentRecord, active: bool = False, launched_here: bool = False) -> dict:
+    """ExperimentSummary: ids, times, state, the counted runs by status, and whether it is partial."""
     counts = {s: record.runs_by_status.get(s, 0) for s in RUN_STATUSES}
+    state = "running" if active else record.state
     return {"id": record.id, "name": record.name, "backend": record.backend, "created_at": record.created_at,
-            "updated_at": record.updated_at, "state": "running" if active else record.state,
-            "runs": sum(record.runs_by_status.values()), "runs_by_status": counts}
+            "updated_at": record.updated_at, "state": state, "partial": partial(state, counts),
+            "runs": sum(record.runs_by_status.values()), "runs_by_status": counts, "launched_here": launched_here}
+
+
+def partial(state: str, counts: dict[str, int]) -> bool:
+    """A failed experiment of which some runs succeeded (shown as "partial"; its state stays failed)."""
+    return state == "failed" and counts.get("succeeded", 0) > 0
 
 
 def live_state(record: ExperimentRecord, active: bool) -> str:
@@ -66,9 +76,12 @@ def trials(runs: Sequence[RunRecord], metrics: Sequence[str]) -> list[dict]:
     rows: dict[str, dict] = {}
     for run in counted:
         row = rows.setdefault(run.trial_id, {"trial_id": run.trial_id, "index": order[run.trial_id],
-                                             "params": run.params, "runs": 0, "failed": 0, "summary": {}})
+                                             "params": run.params, "runs": 0, "failed": 0, "cancelled": 0,
+                                             "unfinished": 0, "summary": {}})
         row["runs"] += 1
-        row["failed"] += run.status in FAILED_STATES
+        row["failed"] += run.status in RAN_AND_FAILED
+        row["cancelled"] += run.status == "cancelled"
+        row["unfinished"] += run.status in ("pending", "running")
     for name in metrics:
         for values in trial_values(counted, name):
             summary = summarize(values.values, failed=values.failed).to_dict()
@@ -81,12 +94,23 @@ def experiment_detail(store: Store, experiment_id: str, active: bool, launched_h
     record = store.experiment(experiment_id)
     runs = store.runs(experiment_id, include_warmup=True)
     metrics = metric_list(record, runs)
-    summary = experiment_summary(record, active)
+    summary = experiment_summary(record, active, launched_here)
     summary["state"] = live_state(record, active)
-    return {**summary, "spec_text": record.spec_text, "metrics": metrics,
+    summary["partial"] = partial(summary["state"], summary["runs_by_status"])
+    return {**summary, "spec_text": record.spec_text, "description": description(record), "metrics": metrics,
             "primary_metric": record.primary_metric(), "swept": swept(runs),
-            "trials": trials(runs, [m["name"] for m in metrics]), "runs": [run_summary(r) for r in runs],
-            "launched_here": launched_here}
+            "trials": trials(runs, [m["name"] for m in metrics]), "runs": [run_summary(r) for r in runs]}
+
+
+def description(record: ExperimentRecord) -> str:
+    """The spec's ``description:`` ("" when it has none or the stored spec does not parse)."""
+    import yaml
+
+    try:
+        found = (yaml.safe_load(record.spec_text) or {}).get("description")
+    except (yaml.YAMLError, AttributeError):
+        return ""
+    return found.strip() if isinstance(found, str) else ""
 
 
 def runner_log(job, lines: int = 40) -> str:
@@ -137,7 +161,7 @@ def compare_detail(store: Store, a: str, b: str, metric: str | None, threshold: 
     from ..provenance import provenance_differences
 
     base = store.experiment(a)
-    store.experiment(b)
+    store.experiment(b)  # 404 for an unknown candidate too
     name, goal = base.metric_goal(metric)
     warnings: list[str] = []
     try:
@@ -154,4 +178,6 @@ def compare_detail(store: Store, a: str, b: str, metric: str | None, threshold: 
     envs_a, envs_b = store.environments(a), store.environments(b)
     if envs_a and envs_b:
         warnings += [f"environments differ: {line}" for line in provenance_differences(envs_a[0][0], envs_b[0][0])]
-    return {"a": a, "b": b, "metric": name, "goal": goal, "threshold": threshold, "rows": rows, "warnings": warnings}
+    unit = next((str(m.get("unit", "")) for m in base.declared_metrics() if m["name"] == name), "")
+    return {"a": a, "b": b, "metric": name, "unit": unit, "goal": goal, "threshold": threshold, "rows": rows,
+            "warnings": warnings}

@@ -126,6 +126,29 @@ export function badge(state) {
   return el("span", { class: `badge ${String(state || "").replace(/[^a-z_-]/gi, "")}` }, state || "");
 }
 
+/** An experiment's state as shown: a failed experiment of which some runs succeeded reads "partial". */
+export function shownState(experiment) {
+  return experiment.partial ? "partial" : experiment.state;
+}
+
+/** The badge of an experiment (ExperimentSummary), with what "partial" means on hover. */
+export function stateBadge(experiment) {
+  const node = badge(shownState(experiment));
+  if (experiment.partial) node.title = partialTitle(experiment.runs_by_status);
+  return node;
+}
+
+export function setStateBadge(node, experiment) {
+  setBadge(node, shownState(experiment));
+  node.title = experiment.partial ? partialTitle(experiment.runs_by_status) : "";
+}
+
+function partialTitle(counts) {
+  const c = counts || {};
+  const failed = (c.failed || 0) + (c.timeout || 0);
+  return `partly failed: ${c.succeeded || 0} runs succeeded, ${failed} failed (filtered as failed)`;
+}
+
 export function setBadge(node, state) {
   node.className = `badge ${String(state || "").replace(/[^a-z_-]/gi, "")}`;
   node.textContent = state || "";
@@ -146,22 +169,25 @@ export function showError(node, error) {
 }
 
 const RUN_STATES = ["succeeded", "failed", "error", "timeout", "cancelled", "running", "pending"];
-const DONE_STATES = new Set(["succeeded", "failed", "error", "timeout", "cancelled"]);
+// Runs that ran to their end; a cancelled run (most never started) is not "done" and is counted apart.
+const DONE_STATES = new Set(["succeeded", "failed", "error", "timeout"]);
 
-/** A stacked progress bar of runs by status, with "x of n done" under it. */
+/** A stacked progress bar of runs by status, with "x/n done · …" under it. */
 export function progressBar(runsByStatus, total) {
   const counts = runsByStatus || {};
   const n = total || Object.values(counts).reduce((a, b) => a + b, 0);
-  const bar = el("div", { class: "progress", role: "progressbar", "aria-valuemin": 0, "aria-valuemax": n });
   let done = 0;
+  const segments = [];
   for (const state of RUN_STATES) {
     const count = counts[state] || 0;
     if (DONE_STATES.has(state)) done += count;
-    if (count && n) bar.append(el("span", { class: state, style: `width:${(100 * count) / n}%`, title: `${count} ${state}` }));
+    if (count && n) segments.push(el("span", { class: state, style: `width:${(100 * count) / n}%`, title: `${count} ${state}` }));
   }
-  bar.setAttribute("aria-valuenow", done);
   const parts = RUN_STATES.filter((s) => counts[s] && s !== "succeeded").map((s) => `${counts[s]} ${s}`);
-  const label = el("div", { class: "progress-label" }, `${done}/${n} done${parts.length ? " · " + parts.join(", ") : ""}`);
+  const text = `${done}/${n} done${parts.length ? " · " + parts.join(", ") : ""}`;
+  const bar = el("div", { class: "progress", role: "progressbar", "aria-valuemin": 0, "aria-valuemax": n,
+    "aria-valuenow": done, "aria-valuetext": text, "aria-label": "Runs" }, segments);
+  const label = el("div", { class: "progress-label" }, text);
   return el("div", { class: "progress-wrap", dataset: { done: String(done), total: String(n) } }, bar, label);
 }
 
@@ -228,28 +254,62 @@ export function loadPlotly() {
   return plotlyPromise;
 }
 
-export const PLOT_CONFIG = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["lasso2d", "select2d"] };
+// Four buttons (download, zoom, pan, reset): fewer stops for the keyboard and room for the title.
+// Plotly 4's "Share chart…" would upload the data to Plotly Cloud: never from this dashboard.
+export const PLOT_CONFIG = { displaylogo: false, responsive: true,
+  modeBarButtonsToRemove: ["lasso2d", "select2d", "zoomIn2d", "zoomOut2d", "autoScale2d", "sendChartToCloud"] };
+
+const DARK = window.matchMedia ? window.matchMedia("(prefers-color-scheme: dark)") : null;
+
+/** The page's colours (CSS variables of style.css), so that charts follow the light or dark theme. */
+export function themeColours() {
+  const css = getComputedStyle(document.documentElement);
+  const value = (name, fallback) => css.getPropertyValue(name).trim() || fallback;
+  return { bg: value("--card", "#fff"), fg: value("--fg", "#1f2933"), muted: value("--muted", "#616e7c"),
+    line: value("--line", "#d9e2ec"), dark: Boolean(DARK && DARK.matches) };
+}
+
+/** The layout keys that carry the theme (also applied to drawn charts when the system theme changes). */
+export function themeLayout() {
+  const c = themeColours();
+  const axis = { gridcolor: c.line, linecolor: c.line, zerolinecolor: c.muted, color: c.fg };
+  return { paper_bgcolor: c.bg, plot_bgcolor: c.bg, font: { color: c.fg }, xaxis: axis, yaxis: axis,
+    modebar: { bgcolor: "rgba(0,0,0,0)", color: c.muted, activecolor: c.fg } };
+}
+
+/** Calls ``redraw`` whenever the system switches between light and dark. */
+export function onThemeChange(redraw) {
+  if (DARK && DARK.addEventListener) DARK.addEventListener("change", redraw);
+}
 
 export function plotLayout(title, extra = {}) {
+  const theme = themeLayout();
   return {
-    title: { text: plotText(title), font: { size: 14 } },
-    margin: { l: 60, r: 20, t: 48, b: 56 },
+    // left-aligned: the mode bar sits top right and would cover a centred title on a phone
+    title: { text: plotText(title), font: { size: 14 }, x: 0.02, xanchor: "left" },
+    margin: { l: 60, r: 20, t: 56, b: 56 },
     height: 360,
-    paper_bgcolor: "#fff",
-    plot_bgcolor: "#fff",
+    paper_bgcolor: theme.paper_bgcolor,
+    plot_bgcolor: theme.plot_bgcolor,
+    font: theme.font,
+    modebar: theme.modebar,
     legend: { orientation: "h", y: -0.22 },
     ...extra,
-    xaxis: { automargin: true, ...(extra.xaxis || {}) },
-    yaxis: { automargin: true, ...(extra.yaxis || {}) },
+    xaxis: { automargin: true, ...theme.xaxis, ...(extra.xaxis || {}) },
+    yaxis: { automargin: true, ...theme.yaxis, ...(extra.yaxis || {}) },
   };
 }
 
-/** A table header row whose columns sort the body's rows when clicked (numbers by value). */
+/** A table header row whose columns sort the body's rows (numbers by value): each label is a
+ * button, so a keyboard sorts too (Tab to it, Enter or Space); ``aria-sort`` tells the order. */
 export function sortableHead(table, columns) {
   const row = el("tr");
   columns.forEach((column, index) => {
-    const th = el("th", { class: `sortable${column.num ? " num" : ""}`, "aria-sort": "none", title: "Sort" }, column.label);
-    th.addEventListener("click", () => sortBy(table, index, th));
+    const th = el("th", { class: `sortable${column.num ? " num" : ""}`, "aria-sort": "none", scope: "col",
+      title: column.title || null });
+    const button = el("button", { type: "button", class: "sort" }, column.label);
+    button.addEventListener("click", () => sortBy(table, index, th));
+    th.append(button);
     row.append(th);
   });
   return el("thead", {}, row);

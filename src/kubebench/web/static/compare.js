@@ -1,7 +1,7 @@
 // Compare two experiments: pick A (base) and B (candidate), most recent first with a search; the
 // trials matched by parameters are shown in a table with verdicts and in two charts.
 import { badge, clear, el, fmtNum, fmtTime, fmtValue, getJson, showError } from "./common.js";
-import { compareBars, draw, ratioChart } from "./plots.js";
+import { compareBars, draw, drawEmpty, ratioChart } from "./plots.js";
 
 const form = document.getElementById("compare-form");
 const selectA = document.getElementById("compare-a");
@@ -61,26 +61,35 @@ function rowLabels(rows) {
   return rows.map((r) => shown.map((k) => `${k}=${fmtValue((r.params || {})[k])}`).join(", ") || "all");
 }
 
-function meanCi(s) {
-  if (!s || s.mean === null || s.mean === undefined) return "–";
-  const half = Number.isFinite(s.ci_high) && Number.isFinite(s.ci_low) ? (s.ci_high - s.ci_low) / 2 : null;
-  return half === null ? fmtNum(s.mean) : `${fmtNum(s.mean)} ± ${fmtNum(half)}`;
+// The ratio is of medians (kubebench.analyse.compare): each side shows its median, with its range
+// (min–max) beside it, so that a row adds up: ratio = B median / A median. The mean and its CI are
+// on hover.
+function median(s) {
+  if (!s || s.median === null || s.median === undefined) return el("span", {}, "–");
+  const range = Number.isFinite(s.min) && Number.isFinite(s.max) && s.n > 1 ? ` [${fmtNum(s.min)}–${fmtNum(s.max)}]` : "";
+  const mean = Number.isFinite(s.mean)
+    ? `mean ${fmtNum(s.mean)}${Number.isFinite(s.ci_low) ? `, 95% CI of the mean [${fmtNum(s.ci_low)}, ${fmtNum(s.ci_high)}]` : ""}`
+    : null;
+  return el("span", { title: mean, class: "median" }, fmtNum(s.median), range ? el("span", { class: "muted" }, range) : null);
 }
 
 function renderTable(result, rows) {
   const table = document.getElementById("compare-table");
-  const labels = ["trial", "A n", "A mean ± CI", "B n", "B mean ± CI", "ratio B/A", "95% CI", "change", "p", "verdict"];
+  const unit = result.unit ? ` (${result.unit})` : "";
+  const labels = ["trial", "A n", `A median${unit} [min–max]`, "B n", `B median${unit} [min–max]`, "ratio B/A", "95% CI",
+    "change", "p", "verdict"];
   const head = el("thead", {}, el("tr", {}, labels.map((label, i) => el("th", {
-    class: i && i < labels.length - 1 ? "num" : null,
-    title: { 5: "ratio of the medians, candidate / base", 7: "relative change, positive = better for the goal",
-      8: "two-sided Mann–Whitney p-value" }[i] || null }, label))));
+    class: i && i < labels.length - 1 ? "num" : null, scope: "col",
+    title: { 2: "median of A's runs; hover a value for the mean and its CI", 4: "median of B's runs; hover a value for the mean and its CI",
+      5: "ratio of the medians, candidate / base", 6: "95% bootstrap CI of the ratio of the medians",
+      7: "relative change, positive = better for the goal", 8: "two-sided Mann–Whitney p-value" }[i] || null }, label))));
   const body = el("tbody");
   for (const row of rows) {
     const ci = Number.isFinite(row.ci_low) && Number.isFinite(row.ci_high) ? `[${fmtNum(row.ci_low)}, ${fmtNum(row.ci_high)}]` : "–";
     body.append(el("tr", { dataset: { verdict: row.verdict || "" } },
       el("td", {}, row.label),
-      el("td", { class: "num" }, fmtNum(row.a && row.a.n)), el("td", { class: "num" }, meanCi(row.a)),
-      el("td", { class: "num" }, fmtNum(row.b && row.b.n)), el("td", { class: "num" }, meanCi(row.b)),
+      el("td", { class: "num" }, fmtNum(row.a && row.a.n)), el("td", { class: "num a-median" }, median(row.a)),
+      el("td", { class: "num" }, fmtNum(row.b && row.b.n)), el("td", { class: "num b-median" }, median(row.b)),
       el("td", { class: "num" }, fmtNum(row.ratio)), el("td", { class: "num" }, ci),
       el("td", { class: "num" }, Number.isFinite(row.change) ? `${row.change >= 0 ? "+" : ""}${(row.change * 100).toFixed(1)}%` : "–"),
       el("td", { class: "num" }, fmtNum(row.p_value)),
@@ -105,16 +114,23 @@ async function compare() {
     const result = await getJson(`/api/compare?${params}`);
     const labels = rowLabels(result.rows);
     const rows = result.rows.map((row, i) => ({ ...row, label: labels[i] }));
+    const band = `${+(result.threshold * 100).toFixed(2)}%`;
     document.getElementById("compare-summary").textContent =
-      `${result.metric}${result.goal ? ` (${result.goal})` : ""}: B = ${result.b} against A = ${result.a}; ratio = B / A.`;
+      `${result.metric}${result.unit ? ` (${result.unit})` : ""}${result.goal ? `, ${result.goal}` : ""}: ` +
+      `B = ${result.b} against A = ${result.a}. Ratio = median of B / median of A, with a 95% bootstrap CI; ` +
+      `a change within ±${band} (the threshold) is not one that matters.`;
+    const thresholdInput = document.getElementById("compare-threshold");
+    thresholdInput.placeholder = String(result.threshold); // the server's default, whatever it is
     const warnings = clear(document.getElementById("compare-warnings"));
     warnings.append(...(result.warnings || []).map((w) => el("li", {}, w)));
     warnings.hidden = !(result.warnings || []).length;
     renderTable(result, rows);
     section.hidden = false;
     section.dataset.ready = "1";
-    await draw(document.getElementById("compare-chart"), compareBars(rows, result.metric, [`A: ${result.a}`, `B: ${result.b}`]));
-    const ratio = ratioChart(rows, result.metric);
+    const chart = document.getElementById("compare-chart");
+    if (!rows.length) drawEmpty(chart, "No trial of B has the parameters of a trial of A: nothing to chart.");
+    else await draw(chart, compareBars(rows, result.metric, [`A: ${result.a}`, `B: ${result.b}`], result.unit));
+    const ratio = ratioChart(rows, result.metric, result.threshold);
     document.getElementById("ratio-chart").hidden = !ratio;
     if (ratio) await draw(document.getElementById("ratio-chart"), ratio);
   } catch (error) {

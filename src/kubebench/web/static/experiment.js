@@ -1,10 +1,10 @@
 // One experiment: live progress (server-sent events, polling as a fallback), cancel, trials with
 // statistics, plots, runs and the spec.
 import {
-  badge, clear, el, fmtDuration, fmtNum, fmtTime, fmtValue, getJson, pageConfig, progressBar, send, setBadge,
+  badge, clear, el, fmtDuration, fmtNum, fmtTime, fmtValue, getJson, pageConfig, progressBar, send, setStateBadge,
   showError, showFlash, sortableHead,
 } from "./common.js";
-import { SCALING, distributions, draw, metricVsParameter, plotBox, pointLabel, scalingCurve } from "./plots.js";
+import { SCALING, distributions, draw, drawEmpty, metricVsParameter, plotBox, pointLabel, scalingCurve } from "./plots.js";
 
 const root = document.getElementById("experiment");
 const id = root.dataset.experimentId;
@@ -32,10 +32,14 @@ function render(exp) {
   document.getElementById("exp-name").textContent = exp.name;
   document.getElementById("exp-meta").textContent =
     `${exp.backend} · created ${fmtTime(exp.created_at)} · updated ${fmtTime(exp.updated_at)}`;
-  showProgress(exp.state, exp.runs_by_status);
+  const description = document.getElementById("exp-description");
+  description.textContent = exp.description || "";
+  description.hidden = !exp.description;
+  showProgress(exp);
   fillMetrics(exp);
   renderTrials(exp, metric());
   renderRuns(exp, metric());
+  renderRunnerLog(exp);
   document.getElementById("spec-view").textContent = exp.spec_text || "";
   drawPlots(exp, metric());
   if (isLive(exp) && !events && !polling) follow();
@@ -46,14 +50,29 @@ function isLive(exp) {
   return exp.state === "running" || (exp.state === "pending" && exp.launched_here);
 }
 
-function showProgress(state, runsByStatus) {
-  setBadge(document.getElementById("exp-state"), state);
+/** State badge, progress bar and Cancel from an ExperimentDetail or an SSE progress event. */
+function showProgress(progress) {
+  const { state, runs_by_status: runsByStatus } = progress;
+  setStateBadge(document.getElementById("exp-state"), progress);
   root.dataset.state = state;
+  root.dataset.partial = progress.partial ? "1" : "0";
   const total = Object.values(runsByStatus || {}).reduce((a, b) => a + b, 0);
   clear(document.getElementById("exp-progress")).append(progressBar(runsByStatus, total));
   document.getElementById("exp-progress").dataset.state = state;
+  // only what this server launched can be cancelled here; a `kubebench run` is stopped where it runs
   const cancel = document.getElementById("cancel-experiment");
   cancel.hidden = !(state === "running" && current && current.launched_here && !config.read_only);
+}
+
+function renderRunnerLog(exp) {
+  const section = document.getElementById("runner-log-section");
+  section.hidden = !exp.runner_log;
+  document.getElementById("runner-log").textContent = exp.runner_log || "";
+  // a runner that stopped badly: its last lines say why, so they are open
+  if (exp.runner_log && exp.state === "failed" && !section.dataset.seen) {
+    document.getElementById("runner-log-details").open = true;
+    section.dataset.seen = "1";
+  }
 }
 
 // ---- live progress --------------------------------------------------------------------------------
@@ -63,7 +82,7 @@ function follow() {
   root.dataset.live = "1";
   const onProgress = (message) => {
     const data = JSON.parse(message.data);
-    showProgress(data.state, data.runs_by_status);
+    showProgress(data);
     const counts = JSON.stringify(data.runs_by_status);
     if (counts !== lastCounts) { lastCounts = counts; scheduleRefresh(); }
   };
@@ -143,10 +162,16 @@ metricSelect.addEventListener("change", () => {
 function renderTrials(exp, name) {
   const table = document.getElementById("trials-table");
   const swept = exp.swept || [];
+  const cancelled = exp.trials.some((t) => t.cancelled);
   const columns = [{ label: "#", num: true }, ...swept.map((p) => ({ label: p })),
-    { label: "runs", num: true }, { label: "n", num: true }, { label: name ? `${name}${unitOf(exp, name)} mean ± CI` : "mean ± CI", num: true },
-    { label: "median", num: true }, { label: "CV", num: true }, { label: "min", num: true }, { label: "max", num: true },
-    { label: "failed", num: true }];
+    { label: "runs", num: true, title: "the trial's counted runs (warm-up runs excluded), whatever their state" },
+    { label: "n", num: true, title: "runs that gave a value of this metric (the statistics are over these)" },
+    { label: name ? `${name}${unitOf(exp, name)} mean ± CI` : "mean ± CI", num: true,
+      title: "mean ± half the 95% confidence interval (Student t); no interval below 2 values" },
+    { label: "median", num: true }, { label: "CV", num: true, title: "coefficient of variation: stdev / mean" },
+    { label: "min", num: true }, { label: "max", num: true },
+    { label: "failed", num: true, title: "runs that failed or timed out" },
+    ...(cancelled ? [{ label: "cancelled", num: true, title: "runs cancelled (most never started)" }] : [])];
   const body = el("tbody");
   for (const trial of exp.trials) {
     const s = (name && trial.summary && trial.summary[name]) || {};
@@ -162,7 +187,8 @@ function renderTrials(exp, name) {
       el("td", { class: "num", "data-sort": s.cv ?? "" }, Number.isFinite(s.cv) ? `${(s.cv * 100).toFixed(1)}%` : "–"),
       el("td", { class: "num" }, fmtNum(s.min)),
       el("td", { class: "num" }, fmtNum(s.max)),
-      el("td", { class: `num${trial.failed ? " bad" : ""}` }, String(trial.failed))));
+      el("td", { class: `num${trial.failed ? " bad" : ""}` }, String(trial.failed)),
+      cancelled ? el("td", { class: "num" }, String(trial.cancelled || 0)) : null));
   }
   if (!exp.trials.length) body.append(el("tr", { class: "placeholder" }, el("td", { colspan: columns.length }, "No trials.")));
   table.replaceChildren(sortableHead(table, columns), body);
@@ -210,17 +236,21 @@ async function drawPlots(exp, name) {
   const swept = exp.swept || [];
   note.hidden = swept.length > 0;
   note.textContent = "No parameter is swept: the plot shows the distribution of the runs.";
+  const empty = emptyMessage(exp, name);
   try {
     const group = document.getElementById("plot-params");
     // every box first, so that each chart is drawn at its final width in the grid
     const boxes = swept.map((parameter) => plotBox(group, `plot-param-${parameter.replace(/[^a-zA-Z0-9_-]/g, "_")}`));
     for (const [i, parameter] of swept.entries()) {
       boxes[i].dataset.param = parameter;
-      await draw(boxes[i], metricVsParameter(exp.trials, swept, parameter, name, info.unit));
+      const figure = metricVsParameter(exp.trials, swept, parameter, name, info.unit);
+      if (figure) await draw(boxes[i], figure); else drawEmpty(boxes[i], `${name} vs ${parameter}: ${empty}`);
     }
-    await draw(document.getElementById("plot-dist"), distributions(exp.trials, exp.runs, swept, name, info.unit));
+    const dist = distributions(exp.trials, exp.runs, swept, name, info.unit);
+    const distBox = document.getElementById("plot-dist");
+    if (dist) await draw(distBox, dist); else drawEmpty(distBox, `${name} per trial: ${empty}`);
     const scaling = swept.find((p) => SCALING.test(p));
-    const figure = scaling ? scalingCurve(exp.trials, swept, scaling, name, info.goal) : null;
+    const figure = scaling ? scalingCurve(exp.trials, swept, scaling, name, info.goal, info.unit) : null;
     const scalingBox = document.getElementById("plot-scaling");
     scalingBox.hidden = !figure;
     if (figure) await draw(scalingBox, figure);
@@ -228,6 +258,16 @@ async function drawPlots(exp, name) {
   } catch (error) {
     showError(errorBox, error);
   }
+}
+
+/** Why a chart of ``name`` has nothing to show yet (or will never have). */
+function emptyMessage(exp, name) {
+  const counts = exp.runs_by_status || {};
+  const unfinished = (counts.pending || 0) + (counts.running || 0);
+  if (!exp.runs.length) return "no runs.";
+  if (unfinished && !counts.succeeded) return "no run has finished with a value yet; the chart appears when one does.";
+  if (!counts.succeeded) return "no run succeeded, so there is no value to plot (see the runs' reasons below).";
+  return `no succeeded run reported ${name}.`;
 }
 
 // ---- link to compare ------------------------------------------------------------------------------

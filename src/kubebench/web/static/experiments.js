@@ -1,5 +1,7 @@
 // The experiments list: filters in the query string, counts by state, pagination, live progress, cancel.
-import { badge, clear, el, fmtTime, getJson, pageConfig, progressBar, send, showError, showFlash, takePrefetched } from "./common.js";
+import {
+  badge, clear, el, fmtTime, getJson, pageConfig, progressBar, send, showError, showFlash, stateBadge, takePrefetched,
+} from "./common.js";
 
 const FILTERS = ["q", "name", "state", "backend", "since", "until"];
 const STATES = ["running", "pending", "succeeded", "failed", "cancelled"];
@@ -83,14 +85,16 @@ function render(page, state) {
 }
 
 function row(item) {
-  const link = el("a", { href: `/experiments/${encodeURIComponent(item.id)}` }, item.id);
-  const cancel = item.state === "running" && !pageConfig().read_only
-    ? el("button", { type: "button", class: "danger small", dataset: { cancel: item.id }, onclick: () => cancelExperiment(item.id) }, "Cancel")
+  const link = el("a", { href: `/experiments/${encodeURIComponent(item.id)}`, class: "exp-link" }, item.id);
+  // only what this server launched can be cancelled here; a `kubebench run` is stopped where it runs
+  const cancel = item.state === "running" && item.launched_here && !pageConfig().read_only
+    ? el("button", { type: "button", class: "danger small", dataset: { cancel: item.id }, onclick: () => cancelExperiment(item.id),
+      "aria-label": `Cancel ${item.id}` }, "Cancel")
     : null;
-  return el("tr", { dataset: { id: item.id, state: item.state } },
+  return el("tr", { dataset: { id: item.id, state: item.state, partial: item.partial ? "1" : "0" } },
     el("td", {}, link),
     el("td", {}, item.name),
-    el("td", {}, badge(item.state)),
+    el("td", {}, stateBadge(item)),
     el("td", {}, item.backend),
     el("td", {}, progressBar(item.runs_by_status, item.runs)),
     el("td", { "data-sort": item.created_at }, fmtTime(item.created_at)),

@@ -150,9 +150,16 @@ function fieldOf(error) {
   return where.split(/[.[\s]/)[0];
 }
 
+function markInvalid(field, invalid) {
+  field.classList.toggle("invalid", invalid);
+  for (const input of field.querySelectorAll("input, textarea, select")) {
+    if (invalid) input.setAttribute("aria-invalid", "true"); else input.removeAttribute("aria-invalid");
+  }
+}
+
 function clearFormErrors() {
   for (const node of jobForm.querySelectorAll(".field-error")) node.textContent = "";
-  for (const node of jobForm.querySelectorAll(".field.invalid")) node.classList.remove("invalid");
+  for (const node of jobForm.querySelectorAll(".field.invalid")) markInvalid(node, false);
   clear(formErrors);
   formErrors.hidden = true;
 }
@@ -164,13 +171,21 @@ function showFormErrors(detail, errors) {
     if (target) {
       const where = error.line ? `line ${error.line}: ` : error.field && error.field !== fieldOf(error) ? `${error.field}: ` : "";
       target.textContent = [target.textContent, `${where}${error.message}`].filter(Boolean).join("; ");
-      target.closest(".field").classList.add("invalid");
+      markInvalid(target.closest(".field"), true);
     } else {
       formErrors.append(el("li", {}, error.loc ? `${error.loc}: ${error.message}` : error.message || detail));
       formErrors.hidden = false;
     }
   }
 }
+
+// An error beside a field is about the value that was sent: editing the field takes it away.
+jobForm.addEventListener("input", (event) => {
+  const field = event.target.closest(".field");
+  if (!field || !field.classList.contains("invalid")) return;
+  markInvalid(field, false);
+  for (const node of field.querySelectorAll(".field-error")) node.textContent = "";
+});
 
 jobForm.addEventListener("submit", async (event) => {
   event.preventDefault();
