@@ -6,9 +6,11 @@ import re
 from pathlib import Path
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import APIRouter, HTTPException, Path as RoutePath, Query, Request
 from fastapi.responses import FileResponse, PlainTextResponse, Response
+from pydantic import AfterValidator
 
+from .. import ids
 from ..storage.storage import Storage, is_local, local_path
 from . import files as run_files
 from . import models, queries
@@ -17,6 +19,8 @@ router = APIRouter(prefix="/runs")
 _REPLICA = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 #: Headers of every served run file: outputs are the workload's, never a page of this origin.
 SAFE_HEADERS = {"X-Content-Type-Options": "nosniff", "Content-Security-Policy": "sandbox; default-src 'none'"}
+#: A run id in a route: the one id grammar (see kubebench.ids); anything else is 422.
+RunId = Annotated[str, RoutePath(description=f"run id: {ids.RULE}"), AfterValidator(ids.validator("run id"))]
 
 
 def _run(request: Request, run_id: str):
@@ -39,7 +43,7 @@ def _log_names(run_path: str) -> list[str]:
 
 
 @router.get("/{run_id}", response_model=models.RunDetail)
-def run(request: Request, run_id: str) -> dict:
+def run(request: Request, run_id: RunId) -> dict:
     """One run: state, timings, parameters, metrics, provenance, end of its log, its logs and series."""
     record = _run(request, run_id)
     series = sorted(request.app.state.store.telemetry(run_id))
@@ -49,7 +53,7 @@ def run(request: Request, run_id: str) -> dict:
 
 
 @router.get("/{run_id}/logs/{replica}", response_class=PlainTextResponse)
-def log(request: Request, run_id: str, replica: str) -> Response:
+def log(request: Request, run_id: RunId, replica: str) -> Response:
     """The whole log of one replica (``output/<replica>.log``) as text."""
     record = _run(request, run_id)
     if not _REPLICA.match(replica) or ".." in replica:
@@ -66,14 +70,14 @@ def log(request: Request, run_id: str, replica: str) -> Response:
 
 
 @router.get("/{run_id}/telemetry", response_model=models.Telemetry)
-def telemetry(request: Request, run_id: str) -> dict:
+def telemetry(request: Request, run_id: RunId) -> dict:
     """The run's telemetry series: ``name → [[t, value], …]`` in time order."""
     _run(request, run_id)
     return {"series": request.app.state.store.telemetry(run_id)}
 
 
 @router.get("/{run_id}/files", response_model=models.Folder)
-def folder(request: Request, run_id: str,
+def folder(request: Request, run_id: RunId,
            path: Annotated[str, Query(description="folder relative to the run's folder")] = "") -> dict:
     """The entries of one folder of the run (folders first)."""
     record = _run(request, run_id)
@@ -82,7 +86,7 @@ def folder(request: Request, run_id: str,
 
 
 @router.get("/{run_id}/files/{path:path}")
-def file(request: Request, run_id: str, path: str,
+def file(request: Request, run_id: RunId, path: str,
          inline: Annotated[bool, Query(description="show as text in the browser instead of downloading")] = False,
          ) -> Response:
     """One file of the run: a download, or plain text with ``?inline=1`` (never rendered as a page)."""
