@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, IO, Literal
 
 from ..errors import BackendError, InfrastructureError
 from ..paths import RunPaths
+from ..redact import job_environment
 from ..render.kinds import ReplicaGroup, replica_groups
 from ..spec.base import PluginConfig
 from . import orphans
@@ -93,7 +94,7 @@ class LocalBackend(Backend):
                 handle.logs.append(log)
                 process = subprocess.Popen(
                     launch.argv,
-                    env={**os.environ, **launch.env},
+                    env={**job_environment(os.environ), **launch.env},  # no token, no store credentials
                     cwd=job.workdir,
                     stdin=subprocess.DEVNULL,
                     stdout=log,

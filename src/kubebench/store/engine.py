@@ -12,6 +12,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 
 from ..errors import StoreError
+from ..redact import mask_url, remember_store
 from .sqlite import BUSY_TIMEOUT_S, explain
 
 CONNECT_TIMEOUT_S = 10
@@ -23,27 +24,29 @@ def parse_url(url: str) -> URL:
     try:
         return make_url(url)
     except ArgumentError as e:
-        raise StoreError(f"store URL {url!r} is not a valid SQLAlchemy URL: {e}") from e
+        raise StoreError(f"store URL {mask_url(url)!r} is not a valid SQLAlchemy URL: {mask_url(str(e))}") from e
 
 
 def make_engine(url: str) -> Engine:
     """An engine for ``url``; a SQLite file's folder is created, its connections tuned (see below)."""
     parsed = parse_url(url)
+    remember_store(url)
+    shown = safe_url_of(parsed)
     backend = parsed.get_backend_name()
     if backend == "sqlite" and parsed.database not in (None, "", ":memory:"):
         try:
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
-            raise StoreError(f"store URL {url!r}: cannot create the folder of the database: {e}") from e
+            raise StoreError(f"store URL {shown!r}: cannot create the folder of the database: {e}") from e
     try:
         busy = busy_timeout(parsed)
     except (TypeError, ValueError):
-        raise StoreError(f"store URL {url!r}: timeout must be a number of seconds") from None
+        raise StoreError(f"store URL {shown!r}: timeout must be a number of seconds") from None
     try:
         engine = create_engine(parsed, **_engine_options(backend, parsed.get_driver_name(), busy))
     except (NoSuchModuleError, ImportError) as e:
         hint = _DRIVER_HINTS.get(backend, "install its SQLAlchemy driver")
-        raise StoreError(f"store URL {url!r}: database driver not installed ({hint}): {e}") from e
+        raise StoreError(f"store URL {shown!r}: database driver not installed ({hint}): {mask_url(str(e))}") from e
     if backend == "sqlite":
         event.listen(engine, "connect", partial(_sqlite_connect, busy_timeout=busy))
         event.listen(engine, "begin", _sqlite_begin)
@@ -75,7 +78,13 @@ def transaction(engine: Engine, what: str, write: bool = False) -> Iterator[Conn
 
 def safe_url(engine: Engine) -> str:
     """The engine's URL for messages, password hidden."""
-    return engine.url.render_as_string(hide_password=True)
+    return safe_url_of(engine.url)
+
+
+def safe_url_of(url: URL) -> str:
+    """A parsed store URL for messages: SQLAlchemy's rendering with the password hidden, and a
+    password given in the query (libpq reads one there) hidden too."""
+    return mask_url(url.render_as_string(hide_password=True))
 
 
 def first_line(e: Exception) -> str:

@@ -17,6 +17,7 @@ from pydantic import AfterValidator
 from starlette.concurrency import run_in_threadpool
 
 from .. import __version__, ids
+from ..redact import mask_url
 from ..store.listing import STATES
 from . import api_runs, models, queries
 from .auth import require_writer
@@ -76,7 +77,7 @@ def experiment(request: Request, experiment_id: ExperimentId) -> dict:
     detail = queries.experiment_detail(_store(request), experiment_id, launcher.is_active(experiment_id),
                                        job is not None)
     if job is not None:
-        detail["runner_log"] = queries.runner_log(job)
+        detail["runner_log"] = mask_url(queries.runner_log(job))  # whatever the runner printed
     return detail
 
 
