@@ -28,7 +28,7 @@ def raw(url: str, method: str, path: str, token: str | None = None,
     host, port = url.removeprefix("http://").split(":")
     conn = http.client.HTTPConnection(host, int(port), timeout=10)
     try:
-        conn.putrequest(method, path)
+        conn.putrequest(method, path, skip_host="Host" in (headers or {}))
         if token:
             conn.putheader("Authorization", f"Bearer {token}")
         for key, value in (headers or {}).items():

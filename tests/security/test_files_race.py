@@ -241,3 +241,23 @@ def test_the_log_view_asks_for_a_bounded_tail(planted, client) -> None:
         assert client.get(f"/api/runs/{run_id}/logs/big-0?tail=0").status_code == 422
     finally:
         log.unlink()
+
+
+def test_the_run_page_loads_a_bounded_tail_of_a_big_log(planted, browser) -> None:
+    config, store, run_id, folder = planted
+    log = folder / "output" / "huge-0.log"
+    with open(log, "wb") as f:  # 40 MiB in one line, as a runaway progress bar writes it
+        for _ in range(40):
+            f.write(b"#" * (1024 * 1024))
+        f.write(b"\nthe end\n")
+    page = browser.new_page()
+    try:
+        with serving(make_app(store, config, token=WEB_TOKEN)) as url:
+            page.goto(f"{url}/runs/{run_id}?log=huge-0")
+            page.wait_for_selector("#run[data-ready='1']", timeout=60_000)
+            shown = page.evaluate("document.getElementById('log-view').textContent")
+    finally:
+        page.close()
+        log.unlink()
+    assert len(shown) <= 2 * 1024 * 1024 + 200 and shown.endswith("the end\n")
+    assert shown.startswith("[kubebench: the first ")
