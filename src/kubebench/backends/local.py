@@ -62,6 +62,11 @@ class LocalJob:
 
     processes: list[tuple[ReplicaLaunch, subprocess.Popen]] = field(default_factory=list)
     logs: list[IO[bytes]] = field(default_factory=list)
+    #: The run's folder and id, as in its replicas' environment: what finds what they left running.
+    run_folder: str = ""
+    run_id: str = ""
+    #: Processes found still running, and stopped, once the replicas were (``pid 123 (sleep)``).
+    escaped: list[str] = field(default_factory=list)
 
 
 class LocalBackend(Backend):
@@ -86,7 +91,7 @@ class LocalBackend(Backend):
     def submit(self, job: RenderedJob, paths: RunPaths) -> LocalJob:
         """Start every replica in its own process group, logging to ``output/<type>-<index>.log``."""
         launches = plan_launches(job.manifest, Path(paths.config))
-        handle = LocalJob()
+        handle = LocalJob(run_folder=str(paths.run), run_id=paths.run_id)
         self._live.add(handle)
         try:
             for launch in launches:
@@ -139,12 +144,19 @@ class LocalBackend(Backend):
         _signal_groups(groups, signal.SIGKILL)
         for _, process in handle.processes:
             process.wait()
+        if groups:  # and what left the replicas' groups (a daemon started with setsid)
+            handle.escaped += orphans.stop_escaped(handle.run_folder, handle.run_id, min(groups), set(groups))
         _close_logs(handle)
         self._live.discard(handle)
 
-    def finished(self, handle: LocalJob) -> None:
-        """Stop the other replicas of a failed job, and anything a replica left behind."""
+    def finished(self, handle: LocalJob) -> str | None:
+        """Stop the other replicas of a failed job, and anything a replica left behind; say what
+        had left the replicas' process groups and was still running (it would skew the next runs)."""
         self.cancel(handle)
+        if not handle.escaped:
+            return None
+        shown = ", ".join(handle.escaped[:5]) + (f" and {len(handle.escaped) - 5} more" if len(handle.escaped) > 5 else "")
+        return f"stopped {len(handle.escaped)} process(es) still running after the job ended: {shown}"
 
     def abort(self) -> None:
         """SIGKILL the process group of every replica started and not yet stopped; wait for none."""
