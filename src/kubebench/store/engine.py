@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -16,6 +17,8 @@ from ..redact import mask_url, remember_store
 from .sqlite import BUSY_TIMEOUT_S, explain
 
 CONNECT_TIMEOUT_S = 10
+#: How long a 0-byte SQLite file may take to become a store (another runner creating it) before it is refused.
+EMPTY_FILE_WAIT_S = 1.0
 _DRIVER_HINTS = {"postgresql": "pip install 'kubebench[postgres]' (psycopg)"}
 
 
@@ -38,6 +41,7 @@ def make_engine(url: str) -> Engine:
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise StoreError(f"store URL {shown!r}: cannot create the folder of the database: {e}") from e
+        refuse_empty_file(Path(parsed.database))
     try:
         busy = busy_timeout(parsed)
     except (TypeError, ValueError):
@@ -51,6 +55,26 @@ def make_engine(url: str) -> Engine:
         event.listen(engine, "connect", partial(_sqlite_connect, busy_timeout=busy))
         event.listen(engine, "begin", _sqlite_begin)
     return engine
+
+
+def refuse_empty_file(path: Path, wait: float = EMPTY_FILE_WAIT_S) -> None:
+    """StoreError for a SQLite file of 0 bytes: a store that lost its contents (a truncation, a full
+    disk, a bad copy) must not be taken silently for a new, empty one.
+
+    A store being created by another runner is 0 bytes for the moment between its creation and its
+    first page (SQLite writes it when WAL is turned on): such a file is waited for, ``wait`` seconds.
+    """
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            if path.stat().st_size > 0:
+                return
+        except OSError:
+            return  # no file: a new store is made
+        if time.monotonic() >= deadline:
+            raise StoreError(f"store {path} is an empty file (0 bytes), not a kubebench store: restore it from "
+                             "a backup if it held results, or remove it to start a new store there")
+        time.sleep(0.01)
 
 
 def busy_timeout(url: URL) -> float:
