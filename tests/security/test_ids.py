@@ -114,3 +114,18 @@ def test_every_route_taking_an_id_refuses_a_bad_one(home: Path, tiny_spec: Path,
             if status == 422:
                 assert b"is not valid: an id is 1 to 63 lowercase letters" in body, body
     assert (config.experiments_root / "fine-1").is_dir()
+
+
+def test_the_pages_of_a_bad_id_say_why(home: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from kubebench.settings import settings as make_settings
+    from kubebench.store.store import open_store
+    from kubebench.web.app import make_app
+
+    config = make_settings()
+    with TestClient(make_app(open_store(config.store_url), config), base_url="http://127.0.0.1") as client:
+        for page in ("/experiments/UPPER", "/runs/a_b", "/experiments/-x"):
+            answer = client.get(page)
+            assert answer.status_code == 404 and "text/html" in answer.headers["content-type"], page
+            assert "is not valid: an id is 1 to 63 lowercase letters" in answer.text, page

@@ -155,7 +155,8 @@ class LocalBackend(Backend):
         self.cancel(handle)
         if not handle.escaped:
             return None
-        shown = ", ".join(handle.escaped[:5]) + (f" and {len(handle.escaped) - 5} more" if len(handle.escaped) > 5 else "")
+        more = len(handle.escaped) - 5
+        shown = ", ".join(handle.escaped[:5]) + (f" and {more} more" if more > 0 else "")
         return f"stopped {len(handle.escaped)} process(es) still running after the job ended: {shown}"
 
     def abort(self) -> None:

@@ -30,7 +30,8 @@ MAX_PAGE = 500
 #: Largest page offset (a bigger one cannot be a row: SQL's OFFSET is a 64-bit integer).
 MAX_OFFSET = 2**31 - 1
 #: An experiment id in a route: the one id grammar (see kubebench.ids); anything else is 422.
-ExperimentId = Annotated[str, Path(description=f"experiment id: {ids.RULE}"), AfterValidator(ids.validator("experiment id"))]
+ExperimentId = Annotated[str, Path(description=f"experiment id: {ids.RULE}"),
+                         AfterValidator(ids.validator("experiment id"))]
 
 
 def _store(request: Request):

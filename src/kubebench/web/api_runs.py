@@ -21,9 +21,9 @@ router = APIRouter(prefix="/runs")
 _REPLICA = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 #: Headers of every served run file: outputs are the workload's, never a page of this origin.
 SAFE_HEADERS = {"X-Content-Type-Options": "nosniff", "Content-Security-Policy": "sandbox; default-src 'none'"}
-#: A run id in a route: the one id grammar (see kubebench.ids); anything else is 422.
 #: Largest ``tail`` of a log (what the run page shows is far less).
 MAX_TAIL = 64 * 1024 * 1024
+#: A run id in a route: the one id grammar (see kubebench.ids); anything else is 422.
 RunId = Annotated[str, RoutePath(description=f"run id: {ids.RULE}"), AfterValidator(ids.validator("run id"))]
 
 
@@ -71,10 +71,11 @@ def log(request: Request, run_id: RunId, replica: str,
     if not is_local(root):
         return Response(run_files.read_remote(root, relative), media_type="text/plain; charset=utf-8",
                         headers=SAFE_HEADERS)
-    opened = _open_file(root, relative, f"run {run_id} has no log of replica {replica!r}")
-    start, note = _tail(opened, tail, relative)
-    return DescriptorResponse(opened.detach(), opened.stat.st_size, opened.stat.st_mtime, "text/plain; charset=utf-8",
-                              {**SAFE_HEADERS, "X-Kubebench-Skipped": str(start)}, start=start, prefix=note)
+    with _open_file(root, relative, f"run {run_id} has no log of replica {replica!r}") as opened:
+        start, note = _tail(opened, tail, relative)
+        return DescriptorResponse(opened.detach(), opened.stat.st_size, opened.stat.st_mtime,
+                                  "text/plain; charset=utf-8", {**SAFE_HEADERS, "X-Kubebench-Skipped": str(start)},
+                                  start=start, prefix=note)
 
 
 def _open_file(root: str, relative: str, missing: str) -> run_files.Opened:

@@ -45,7 +45,8 @@ def _machine_names() -> list[str]:
 
     names = [socket.gethostname(), socket.getfqdn()]
     for addresses in psutil.net_if_addrs().values():
-        names += [_bracketed(a.address.split("%")[0]) for a in addresses if a.family in (socket.AF_INET, socket.AF_INET6)]
+        names += [_bracketed(a.address.split("%")[0]) for a in addresses
+                  if a.family in (socket.AF_INET, socket.AF_INET6)]
     return names
 
 

@@ -153,7 +153,8 @@ class Launcher:
         if params:
             command += ["--params", str(folder / "params.yaml")]
         # the runner needs the store (its jobs do not get it: see kubebench.redact), never the token
-        env = {**runner_environment(os.environ), "KUBEBENCH_HOME": str(self.settings.home), "KUBEBENCH_STORE": self.settings.store_url,
+        env = {**runner_environment(os.environ), "KUBEBENCH_HOME": str(self.settings.home),
+               "KUBEBENCH_STORE": self.settings.store_url,
                "COLUMNS": "120"}
         env.pop("KUBEBENCH_STORAGE", None)
         if self.settings.storage_url:

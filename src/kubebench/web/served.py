@@ -80,7 +80,8 @@ class DescriptorResponse(Response):
         """Status, first and last+1 byte to send, and the headers, for the request's Range."""
         asked = None if self.prefix else request.get("range")  # a prefixed (display) answer has no ranges
         if_range = request.get("if-range")
-        wanted = _single_range(asked, self.end) if asked and (if_range is None or if_range == self.headers["etag"]) else None
+        current = if_range is None or if_range == self.headers["etag"]  # a changed file: the whole of it
+        wanted = _single_range(asked, self.end) if asked and current else None
         if wanted is None:
             return 200, self.start, self.end, self.raw_headers
         headers = [(k, v) for k, v in self.raw_headers if k != b"content-length"]
