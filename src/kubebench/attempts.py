@@ -39,6 +39,8 @@ LOG_TAIL_LINES = 20
 CANCELLED = "cancelled by the user"
 #: The reason of a run found ``running`` by a runner resuming its experiment (and of that attempt).
 INTERRUPTED = "interrupted: its runner stopped during the run (killed?); redone on resume"
+#: The run's info key of what the backend found still running once the job had ended.
+LEFTOVER_WARNING = "leftover_warning"
 #: Seconds before the second attempt of a run; doubled for each further one, up to the cap.
 RETRY_DELAY_S, RETRY_DELAY_MAX_S = 1.0, 30.0
 
@@ -177,6 +179,8 @@ def _result(experiment: Experiment, run: Run, paths: RunPaths, outcome: Outcome,
         metrics, info = collected.metrics, collected.info
         if collected.error:
             status, reason = "failed", collected.error
+    if outcome.warning:
+        info = {**info, LEFTOVER_WARNING: outcome.warning}
     return RunResult(run_id=run.id, status=status, metrics=metrics, info=info, exit_code=outcome.exit_code,
                      reason=reason, log_tail=log_tail(Path(paths.output), reason), finished_at=finished,
                      provenance=provenance or {})

@@ -41,6 +41,10 @@ class InfrastructureError(BackendError):
     a run failing so is tried again when the spec sets ``retries``."""
 
 
+class IdError(KubebenchError):
+    """An experiment, trial or run id outside the id grammar (see ``kubebench.ids``)."""
+
+
 class BusyError(KubebenchError):
     """Another kubebench process is running the same experiment."""
 

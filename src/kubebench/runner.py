@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from typing import Callable, Protocol
 
-from . import registry
+from . import ids, registry
 from .attempts import INTERRUPTED, dump_yaml, execute_run, log_tail  # noqa: F401  (dump_yaml, log_tail: API)
 from .backends.base import Backend
 from .cancel import Cancel
@@ -71,7 +71,7 @@ class Experiment:
 def plan_experiment(loaded: LoadedSpec, settings: Settings, experiment_id: str | None = None,
                     repeats: int | None = None) -> Experiment:
     """Plan (pure): trials and runs with their stable ids."""
-    exp_id = experiment_id or new_experiment_id(loaded.spec.name)
+    exp_id = ids.check(experiment_id) if experiment_id is not None else new_experiment_id(loaded.spec.name)
     plan = make_plan(loaded.spec, exp_id, job_fingerprint(loaded), repeats)
     adaptive = loaded.spec.repeats if isinstance(loaded.spec.repeats, AdaptiveRepeats) and repeats is None else None
     return Experiment(loaded, plan, settings, adaptive)

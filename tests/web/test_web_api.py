@@ -248,7 +248,7 @@ def test_runs_on_object_storage_are_browsed_through_fsspec(s3: str, tmp_path) ->
     store = open_store(config.store_url)
     [run] = store.runs("remote-1")
     assert run.path.startswith(s3)
-    with TestClient(make_app(store, config, token=WEB_TOKEN)) as client:
+    with TestClient(make_app(store, config, token=WEB_TOKEN), base_url="http://127.0.0.1") as client:
         detail = client.get(f"/api/runs/{run.run_id}").json()
         assert detail["logs"] == ["worker-0"]
         top = client.get(f"/api/runs/{run.run_id}/files").json()["entries"]

@@ -38,6 +38,8 @@ class Outcome:
     reason: str
     #: The job failed for its infrastructure, not for itself (see ``BenchmarkSpec.retries``).
     infrastructure: bool = False
+    #: What the backend had to clean up after the job (recorded on the run as ``leftover_warning``).
+    warning: str = ""
 
 
 class Backend(ABC):
@@ -73,8 +75,9 @@ class Backend(ABC):
     def cancel(self, handle: Any) -> None:
         """Stop everything the job started; safe to call on a finished job."""
 
-    def finished(self, handle: Any) -> None:
-        """Called once the job has ended by itself; backends clean up what is left over here."""
+    def finished(self, handle: Any) -> str | None:
+        """Called once the job has ended by itself; backends clean up what is left over here, and
+        say what they found still running (a warning recorded on the run), if anything."""
 
     def provenance(self, handle: Any) -> dict[str, Any]:
         """Where the job ran, added to the run's provenance (Kubernetes: ``node``, ``image``); may be empty."""
@@ -122,8 +125,8 @@ class Backend(ABC):
                     raise KeyboardInterrupt
                 status = self.status(handle)
                 if status.phase != "running":
-                    self.finished(handle)
-                    return Outcome(status.phase, status.exit_code, status.reason, status.infrastructure)
+                    warning = self.finished(handle) or ""
+                    return Outcome(status.phase, status.exit_code, status.reason, status.infrastructure, warning)
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     self.cancel(handle)

@@ -77,7 +77,9 @@ def _execute(experiment, config, console, metrics_port: Optional[int] = None) ->
     from .results import print_results
 
     failed = print_results(console, store, exp_id)
-    console.print(f"experiment [bold]{exp_id}[/] · store {config.store_url}")
+    from ..redact import mask_url
+
+    console.print(f"experiment [bold]{exp_id}[/] · store {mask_url(config.store_url)}")
     return failed
 
 
