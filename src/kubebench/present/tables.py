@@ -147,33 +147,47 @@ def choose_metrics(found: Sequence[str], declared: Sequence[Mapping[str, object]
 
 
 def results_table(trials: Sequence[TrialResults], choice: MetricChoice, title: str = "results") -> RenderableType:
-    """One row per trial: swept parameters, run counts, the first metric's median, CV and CI, and the
-    other metrics' medians; the fixed parameters on a line above."""
+    """One row per trial: swept parameters, run counts (when they differ), the first metric's median
+    with the 95% CI of its mean (± relative half-width) and CV, and the other metrics' medians; the
+    fixed parameters on a line above."""
     fixed, swept = params_split([t.params for t in trials])
-    any_failed = any(_failed(t) for t in trials)
+    counts = {(t.runs_by_status.get("succeeded", 0), _failed(t)) for t in trials}
+    same_counts = len(counts) == 1 and next(iter(counts))[1] == 0
+    if same_counts and trials:
+        title += f": {len(trials)} trials × {next(iter(counts))[0]} runs"
     table = new_table(title, caption=_hidden_caption(choice))
     for name in swept:
-        table.add_column(safe(name), overflow="fold", min_width=len(name))
-    table.add_column("ok", justify="right", no_wrap=True)
-    if any_failed:
+        table.add_column(safe(name), overflow="fold")
+    if not same_counts:
+        table.add_column("ok", justify="right", no_wrap=True)
         table.add_column("failed", justify="right", no_wrap=True)
     for index, name in enumerate(choice.shown):
-        unit = f"\n{choice.units[name]}" if choice.units[name] else ""
-        table.add_column(safe(f"{name} median") + safe(unit), justify="right", overflow="fold")
+        unit = choice.units[name]
+        table.add_column(safe(f"{name}\nmedian{' ' + unit if unit else ''}"), justify="right", no_wrap=True,
+                         min_width=min(len(name), 16))
         if index == 0:
+            table.add_column("95% CI\nof mean", justify="right", no_wrap=True)
             table.add_column("cv", justify="right", no_wrap=True)
-            table.add_column("95% CI of mean", justify="right", overflow="fold")
     for trial in trials:
         ok, failed = trial.runs_by_status.get("succeeded", 0), _failed(trial)
         row: list[RenderableType] = [cell(_param(trial.params.get(p))) for p in swept]
-        row += [str(ok)] + ([str(failed)] if any_failed else [])
+        if not same_counts:
+            row += [str(ok), str(failed)]
         for index, name in enumerate(choice.shown):
             s = summarize([values[name] for values in trial.metrics if name in values])
             row.append(short(s.median, choice.units[name]))
             if index == 0:
-                row += [percent(s.cv), ci_text(s, choice.units[name])]
+                row += [ci_relative(s), percent(s.cv)]
         table.add_row(*row, style="red" if failed and not ok else None)
     return _with_fixed(fixed, table)
+
+
+def ci_relative(s: Summary) -> str:
+    """The 95% CI of the mean as ``±1.2%`` (half its width over the mean); "n too small" when it reaches
+    below zero for values that cannot be negative, "–" when there is none (fewer than 2 values)."""
+    if quality.ci_crosses_zero(s):
+        return "n too small"
+    return "–" if s.ci_half_width_rel != s.ci_half_width_rel else f"±{percent(s.ci_half_width_rel)}"
 
 
 def results_warnings(trials: Sequence[TrialResults], metric: str | None) -> list[str]:
@@ -229,9 +243,10 @@ def _hidden_caption(choice: MetricChoice) -> str | None:
     parts = []
     if choice.hidden:
         names = ", ".join(choice.hidden[:4]) + (", …" if len(choice.hidden) > 4 else "")
-        parts.append(f"also measured: {safe(names)} (show with --metric NAME)")
+        parts.append(f"also measured: {safe(names)} (--metric NAME)")
     if choice.telemetry_hidden:
-        parts.append(f"{choice.telemetry_hidden} telemetry metrics: --telemetry")
+        n = choice.telemetry_hidden
+        parts.append(f"{n} telemetry metric{'s' if n > 1 else ''} (--telemetry)")
     return "; ".join(parts) or None
 
 
