@@ -14,7 +14,7 @@ _PREFIXED = re.compile(r"^(?:[pnuµmkKMGTP]i?(?:s|B|b|Hz|W|J|bit)\b|%)")
 _ATTACHED = re.compile(r"^(?:s|Hz|W|J|bit|b|FLOP/s|FLOPS|flop/s)$")
 #: Units of metrics that declare none, from their name (telemetry: ``memory_peak_bytes``, ``cpu_percent_max``).
 _NAME_UNITS = ((re.compile(r"(^|_)bytes($|_)"), "bytes"), (re.compile(r"(^|_)percent($|_)"), "%"),
-               (re.compile(r"(_seconds|_sec|_s)$"), "s"), (re.compile(r"_ms$"), "ms"))
+               (re.compile(r"(?<!_per)(_seconds|_secs|_sec|_s)$"), "s"), (re.compile(r"_ms$"), "ms"))
 
 
 def metric_unit(name: str, declared: str = "") -> str:
