@@ -185,3 +185,34 @@ def test_unknown_metrics_are_usage_errors_that_name_the_metrics(home: Path, writ
         assert result.exit_code == 2, (args, result.output)
         assert "no run has a metric 'nope'; metrics: throughput" in result.output, args
     assert not (tmp_path / "r.html").exists()
+
+
+BANNER = """
+name: banner
+job:
+  command: [python, -c, "import kubebench; print('cnn: world_size={{ workers }}, threads={{ 3 - workers }}', flush=True); kubebench.report(ips=100.0 * {{ workers }} ** 1.5)"]
+parameters:
+  workers: [1, 2]
+repeats: 2
+metrics:
+  - {name: ips, unit: images/s}
+"""
+
+
+def test_scaling_shows_the_threads_per_replica_and_warns_when_they_differ_or_efficiency_passes_100(
+        home: Path, write) -> None:
+    assert runner.invoke(app, ["run", str(write("banner.yaml", BANNER)), "--id", "banner"]).exit_code == 0
+    result = runner.invoke(app, ["scaling", "banner"])
+    assert result.exit_code == 0, result.output
+    rows = [line.split() for line in result.output.splitlines() if line.split()[:1] in (["1"], ["2"])]
+    assert [(r[0], r[1]) for r in rows] == [("1", "2"), ("2", "1")]  # workers, threads from the banner
+    text = " ".join(result.output.split())
+    assert "warning: efficiency 141% at 2 workers is above 100% (superlinear)" in text
+    assert "warning: the threads per replica differ between worker counts" in text
+
+    fixed = write("threads.yaml", BANNER.replace("{{ 3 - workers }}", "{{ threads }}")
+                  .replace("workers: [1, 2]", "workers: [1, 2]\n  threads: 1"))
+    assert runner.invoke(app, ["run", str(fixed), "--id", "threads"]).exit_code == 0
+    result = runner.invoke(app, ["scaling", "threads"])
+    assert "fixed: threads=1" in result.output and "threads per replica differ" not in result.output
+    assert [line.split()[1] for line in result.output.splitlines() if line.split()[:1] in (["1"], ["2"])] == ["1", "1"]
