@@ -16,7 +16,9 @@ from kubebench.store.records import TrialResults
 @pytest.mark.parametrize("value, unit, text", [
     (8.943e6, "ops/s", "8.94 M ops/s"),
     (0.0001819, "s", "182 µs"),
-    (0.0001819, "", "0.000182"),
+    (0.0001819, "", "182 µ"),
+    (0.0042, "", "0.00420"),
+    (1e-300, "", "1.00e-300"),
     (337211392, "bytes", "322 MiB"),
     (999.7, "", "1.00 k"),
     (12.5, "%", "12.5 %"),

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 
 from ..errors import SpecError
 from ..rules import COMPARE_THRESHOLD, worker_parameters
+from .checks import check_metric, metric_names  # noqa: F401  (part of this module's API)
 from ..store.records import FAILED_STATES, RunRecord
 from .compare import Comparison, Goal, compare
 from .studies import Overhead, ScalingPoint, overhead, scaling_efficiency
@@ -97,20 +98,6 @@ def matched_trials(base: Sequence[RunRecord], candidate: Sequence[RunRecord],
     if not any(c is not None for _, c in pairs):
         raise SpecError("the two experiments have no trials with equal parameters to compare")
     return pairs
-
-
-def metric_names(*experiments: Sequence[RunRecord]) -> list[str]:
-    """Every metric some run of ``experiments`` has, sorted."""
-    return sorted({name for runs in experiments for run in runs for name in run.metrics})
-
-
-def check_metric(metric: str, found: Sequence[str], declared: Sequence[str] = ()) -> None:
-    """Raise SpecError (exit 2) naming the metrics there are, when ``metric`` is neither among the
-    ``found`` ones nor ``declared`` by the spec: a typo must not make a CI gate pass."""
-    if metric in declared or metric in found:
-        return
-    known = dict.fromkeys([*declared, *found])
-    raise SpecError(f"no run has a metric {metric!r}; metrics: {', '.join(known) or 'none'}")
 
 
 def _varying(trials: Sequence[TrialValues]) -> set[str]:

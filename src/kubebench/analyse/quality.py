@@ -9,9 +9,12 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from .stats import Summary
-from .studies import ScalingPoint
+
+if TYPE_CHECKING:  # studies needs NumPy; `kubebench results` imports this module and must stay light
+    from .studies import ScalingPoint
 
 #: A trial's CV counts as far above the rest when it is this many times their median CV …
 CV_OUTLIER_FACTOR = 3.0

@@ -33,7 +33,7 @@ def _open(store: Optional[str]):
 def metric_of(record, metric: Optional[str], *experiments) -> tuple[str, str, str]:
     """(name, goal, unit) of ``metric`` (default: the primary one) of ``record``'s spec; exit 2 naming the
     metrics there are when no run of ``experiments`` has it and the spec does not declare it."""
-    from ..analyse.experiments import check_metric, metric_names
+    from ..analyse.checks import check_metric, metric_names
     from ..present.numbers import metric_unit
 
     name, goal = record.metric_goal(metric)

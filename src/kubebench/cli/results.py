@@ -32,7 +32,7 @@ def print_results(console, store: ResultsSource, experiment_id: str, metrics: Se
     """Print the per-trial table, its warnings and the failed runs; return how many runs failed
     (warm-ups too). ``metrics``: the metrics to show (default: the declared ones); ``telemetry``: add
     kubebench's telemetry metrics."""
-    from ..analyse.experiments import check_metric
+    from ..analyse.checks import check_metric
     from ..present.tables import choose_metrics, failures_table, params_split, results_table, results_warnings
     from ..present.text import cell
     from ..store.records import FAILED_STATES

@@ -28,7 +28,7 @@ def si(value: float | None, unit: str = "", digits: int = 3) -> str:
     """``value`` with ``digits`` significant digits, an SI prefix and ``unit``; "–" for none/nan.
 
     Bytes get binary prefixes (``329 MiB``). A unit that is already prefixed or relative (``ms``,
-    ``%``) gets none. Without a unit, values under 1 keep plain decimals: ``0.42``, not ``420 m``.
+    ``%``) gets none. Without a unit, values from 0.001 to 1 keep plain decimals: ``0.42``, not ``420 m``.
     """
     if value is None or isinstance(value, bool) or not math.isfinite(value):
         return "–"
@@ -37,7 +37,7 @@ def si(value: float | None, unit: str = "", digits: int = 3) -> str:
     suffix = f" {unit}" if unit else ""
     if value == 0:
         return "0" + suffix
-    if _PREFIXED.match(unit) or (not unit and abs(value) < 1):
+    if _PREFIXED.match(unit) or (not unit and 1e-3 <= abs(value) < 1):
         return _plain(value, digits) + suffix
     exponent = 3 * math.floor(math.log10(abs(value)) / 3)
     mantissa = float(f"{value / 10**exponent:.{digits}g}")

@@ -12,7 +12,7 @@ from ..analyse import quality
 from ..analyse.experiments import TrialComparison, params_key
 from ..analyse.studies import Overhead, ScalingPoint
 from .numbers import percent, short
-from .tables import fixed_line, label, new_table, params_split
+from .tables import fixed_line, label, new_table, param_of, params_split
 from .text import cell, safe
 
 VERDICT_STYLE = {"improved": "green", "regressed": "bold red", "unchanged": "", "inconclusive": "yellow"}
@@ -61,7 +61,7 @@ def comparison_table(rows: Sequence[TrialComparison], base_id: str, candidate_id
     table.add_column("verdict", no_wrap=True, min_width=len("inconclusive"))
     for row in rows:
         c = row.comparison
-        cells: list[RenderableType] = [cell(row.params.get(p, "")) for p in swept]
+        cells: list[RenderableType] = [cell(param_of(row.params, p)) for p in swept]
         cells.append(f"{c.base.n}/{'–' if row.missing else c.candidate.n}")
         if any(any(r.failed) for r in rows):
             cells.append("%d/%d" % row.failed)
@@ -105,7 +105,7 @@ def scaling_table(groups: Sequence[tuple[dict[str, object], list[ScalingPoint]]]
         for p in points:
             ci = "–" if any(math.isnan(v) for v in p.efficiency_ci) else \
                 f"{p.efficiency_ci[0]:.0%}–{p.efficiency_ci[1]:.0%}"
-            row: list[RenderableType] = [cell(rest.get(name, "")) for name in swept] + [str(p.workers)]
+            row: list[RenderableType] = [cell(param_of(rest, name)) for name in swept] + [str(p.workers)]
             if threads is not None:
                 row.append(cell(threads.get((params_key(rest), p.workers), "?")))
             row += [short(p.throughput.median, unit), _ratio(p.speedup), percent(p.efficiency), ci]
@@ -130,7 +130,7 @@ def overhead_table(rows: Sequence[tuple[dict[str, object], Overhead]], metric: s
     for name in ("bare median", "platform median", "overhead"):
         table.add_column(name, justify="right", no_wrap=True)
     for params, o in rows:
-        table.add_row(*(cell(params.get(p, "")) for p in swept), short(o.bare.median, unit),
+        table.add_row(*(cell(param_of(params, p)) for p in swept), short(o.bare.median, unit),
                       short(o.platform.median, unit), o.describe().removeprefix("overhead "))
     table.above = [line for line in (fixed_line(fixed),) if line is not None]
     return table

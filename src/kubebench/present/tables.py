@@ -96,7 +96,7 @@ def plan_table(plan: Plan) -> RenderableType:
     table.add_column("runs", justify="right")
     per_trial = {t.id: sum(1 for r in plan.runs if r.trial.id == t.id) for t in plan.trials}
     for trial in plan.trials:
-        table.add_row(trial.id, *(cell(_param(trial.params.get(p))) for p in swept), str(per_trial[trial.id]))
+        table.add_row(trial.id, *(cell(param_of(trial.params, p)) for p in swept), str(per_trial[trial.id]))
     return _with_fixed(fixed, table)
 
 
@@ -170,7 +170,7 @@ def results_table(trials: Sequence[TrialResults], choice: MetricChoice, title: s
             table.add_column("cv", justify="right", no_wrap=True)
     for trial in trials:
         ok, failed = trial.runs_by_status.get("succeeded", 0), _failed(trial)
-        row: list[RenderableType] = [cell(_param(trial.params.get(p))) for p in swept]
+        row: list[RenderableType] = [cell(param_of(trial.params, p)) for p in swept]
         if not same_counts:
             row += [str(ok), str(failed)]
         for index, name in enumerate(choice.shown):
@@ -229,7 +229,8 @@ def failures_table(runs: Sequence[RunRecord], swept: Sequence[str] | None = None
     table.add_column("reason", overflow="fold", ratio=1)
     for r in failed:
         repeat = f"w{r.repeat}" if r.warmup else str(r.repeat)
-        table.add_row(r.run_id, label(r.params, swept), repeat, r.status, _param(r.exit_code), cell(r.reason))
+        exit_code = "" if r.exit_code is None else str(r.exit_code)
+        table.add_row(r.run_id, label(r.params, swept), repeat, r.status, exit_code, cell(r.reason))
     return table
 
 
@@ -255,7 +256,13 @@ def _failed(trial: TrialResults) -> int:
 
 
 def _param(value: object) -> str:
-    return "" if value is None else str(value)
+    """A parameter's value as written in YAML terms (None is ``null``)."""
+    return "null" if value is None else str(value)
+
+
+def param_of(params: Mapping[str, object], name: str) -> str:
+    """The value of ``name`` in a trial's parameters; blank where the trial has no such parameter."""
+    return _param(params[name]) if name in params else ""
 
 
 def _when(timestamp: float) -> str:
