@@ -224,3 +224,9 @@ def test_json_and_csv_times_are_iso_8601(home: Path, write) -> None:
     assert run["finished_at_epoch"] - run["started_at_epoch"] == pytest.approx(run["duration_s"])
     first = next(csv.DictReader(io.StringIO(invoke("results", "iso", "-f", "csv").output)))
     assert iso.match(first["started_at"]) and first["repeat"] == "0"
+
+
+def test_an_empty_store_says_which_store_it_is(home: Path) -> None:
+    result = invoke("experiments")
+    assert result.exit_code == 0
+    assert result.output.startswith(f"no experiments in sqlite:///{home}/kubebench.db")

@@ -11,8 +11,8 @@ from dataclasses import dataclass, replace
 
 from ..errors import SpecError
 from ..rules import COMPARE_THRESHOLD, worker_parameters
-from .checks import check_metric, metric_names  # noqa: F401  (part of this module's API)
 from ..store.records import FAILED_STATES, RunRecord
+from .checks import check_metric, metric_names  # noqa: F401  (part of this module's API)
 from .compare import Comparison, Goal, compare
 from .studies import Overhead, ScalingPoint, overhead, scaling_efficiency
 

@@ -108,7 +108,7 @@ def load_args(spec: Path, params: Optional[Path], overrides: Optional[list[str]]
     loaded = load_spec(spec, params_file=params)
     if not overrides:
         return loaded
-    check_overrides(loaded.spec, overrides, str(params or spec))
+    check_overrides(loaded.spec, overrides, str(spec) if params is None else f"{spec} (with {params})")
     return load_spec(spec, params_file=params, overrides=tuple(overrides))
 
 

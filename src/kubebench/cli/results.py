@@ -76,10 +76,15 @@ def experiments(
     from ..settings import settings
     from ..store.store import open_store
 
-    found = open_store(settings(store).store_url).experiments(limit)
+    url = settings(store).store_url
+    found = open_store(url).experiments(limit)
     if format is ListFormat.table:
         from ..present.tables import experiments_table
+        from ..present.text import cell
 
+        if not found:
+            make_console().print(cell(f"no experiments in {url}: start one with `kubebench run SPEC.yaml`"))
+            return
         make_console().print(experiments_table(found))
         return
     from ..present.listing import experiments_csv, experiments_json
