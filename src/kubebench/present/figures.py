@@ -93,8 +93,11 @@ def comparison_chart(rows: Sequence[TrialComparison], title: str, threshold: flo
     import plotly.graph_objects as go
 
     colours = {"improved": "#2ca02c", "regressed": "#d62728", "unchanged": "#7f7f7f", "inconclusive": "#ff7f0e"}
+    names = list(dict.fromkeys(k for r in rows for k in r.params))
+    fixed = [k for k in names if len({params_key({k: r.params.get(k)}) for r in rows}) == 1]
     figure = go.Figure(go.Scatter(
-        x=[label(r.params) for r in rows], y=[r.comparison.ratio for r in rows], mode="markers",
+        x=[label(r.params, fixed if len(rows) > 1 else ()) for r in rows], y=[r.comparison.ratio for r in rows],
+        mode="markers",
         marker={"color": [colours[r.comparison.verdict] for r in rows], "size": 10},
         text=["missing" if r.missing else r.comparison.verdict for r in rows], name="candidate / base",
         error_y={"type": "data", "symmetric": False,

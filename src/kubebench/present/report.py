@@ -18,7 +18,7 @@ from ..errors import SpecError
 from ..rules import COMPARE_THRESHOLD, worker_parameters
 from ..store.records import ExperimentRecord, RunRecord
 from . import figures
-from .numbers import metric_unit, percent, si
+from .numbers import metric_unit, percent, short, si
 
 
 @dataclass
@@ -66,13 +66,19 @@ def comparison_section(base: ExperimentRecord, base_runs: Sequence[RunRecord], c
     unit = _unit(base, name)
     rows = compare_experiments(base_runs, candidate_runs, name, goal)
     section = Section(f"{candidate.id} compared with {base.id}")
+    swept = figures.swept_parameters(trial_values(base_runs, name))
+    base_fixed, candidate_fixed = _fixed(base_runs, swept), _fixed(candidate_runs, swept)
+    differ = [k for k in dict.fromkeys([*base_fixed, *candidate_fixed]) if base_fixed.get(k) != candidate_fixed.get(k)]
+    if differ:
+        text = " · ".join(f"{k}: {base_fixed.get(k, 'unset')} → {candidate_fixed.get(k, 'unset')}" for k in differ)
+        section.tables.append(f"<p class='meta'>base → candidate: {html.escape(text)}</p>")
     header = ["trial", f"base median{_in(unit)}", f"candidate median{_in(unit)}", "ratio", "95% CI", "p",
               "verdict", "why"]
-    body = [[figures.label(r.params), si(r.comparison.base.median, unit), si(r.comparison.candidate.median, unit),
-             _num(r.comparison.ratio), f"{_num(r.comparison.ratio_ci[0])} … {_num(r.comparison.ratio_ci[1])}",
-             _num(r.comparison.p_value), "missing" if r.missing else r.comparison.verdict, r.comparison.reason]
-            for r in rows]
-    section.tables.append(_table(header, body))
+    body = [[figures.label(r.params, [k for k in r.params if k not in swept]), short(r.comparison.base.median, unit),
+             short(r.comparison.candidate.median, unit), _num(r.comparison.ratio),
+             f"{_num(r.comparison.ratio_ci[0])} … {_num(r.comparison.ratio_ci[1])}", _num(r.comparison.p_value),
+             "missing" if r.missing else r.comparison.verdict, r.comparison.reason] for r in rows]
+    section.tables.append(_table(header, body, text_columns=2))
     threshold = rows[0].comparison.threshold if rows else COMPARE_THRESHOLD
     section.figures.append(figures.comparison_chart(rows, f"{name}: {candidate.id} / {base.id}", threshold))
     return section
@@ -138,10 +144,20 @@ def _any_metric(runs: Sequence[RunRecord]) -> str:
     return names[0]
 
 
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
+def _table(header: list[str], rows: list[list[str]], text_columns: int = 0) -> str:
+    """An HTML table, numbers right-aligned; the first and the last ``text_columns`` columns are text."""
+    def cls(i: int) -> str:
+        return " class='text'" if i >= len(header) - text_columns else ""
+
+    head = "".join(f"<th{cls(i)}>{html.escape(h)}</th>" for i, h in enumerate(header))
+    body = "".join("<tr>" + "".join(f"<td{cls(i)}>{html.escape(c)}</td>" for i, c in enumerate(row)) + "</tr>"
+                   for row in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _fixed(runs: Sequence[RunRecord], swept: Sequence[str]) -> dict[str, object]:
+    """The parameters of an experiment other than ``swept`` (those of its first run)."""
+    return {k: v for k, v in (runs[0].params.items() if runs else ()) if k not in swept}
 
 
 def _num(value: float) -> str:
@@ -165,7 +181,7 @@ _CSS = """
 body { font-family: system-ui, sans-serif; margin: 2rem; color: #222; }
 table { border-collapse: collapse; margin: 1rem 0; font-size: 0.9rem; }
 th, td { border: 1px solid #ccc; padding: 0.25rem 0.6rem; text-align: right; }
-th:first-child, td:first-child { text-align: left; }
+th:first-child, td:first-child, th.text, td.text { text-align: left; }
 section { margin-bottom: 3rem; }
 .meta { color: #777; }
 .warning { color: #8a5a00; background: #fff6e0; padding: 0.3rem 0.6rem; border-left: 3px solid #e0a000; }
