@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -73,12 +74,12 @@ def test_a_5_percent_slower_candidate_regresses_and_fails_the_gate(home: Path, w
     assert [r["verdict"] for r in rows] == ["improved", "improved"]
 
     table = runner.invoke(app, ["compare", "base", "slower"])
-    assert table.exit_code == 0 and "regressed" in table.output and "size=1" in table.output
+    assert table.exit_code == 0 and "regressed" in table.output
+    assert "base: speed=1.0 · candidate: speed=0.95" in table.output and "fixed: workers=1" in table.output
 
     overhead = runner.invoke(app, ["overhead", "base", "slower"])
     assert overhead.exit_code == 0
-    assert overhead.output.count("overhead +5.") + overhead.output.count("overhead +4.") + \
-        overhead.output.count("overhead +6.") == 2
+    assert len(re.findall(r"  \+[456]\.\d% ± ", overhead.output)) == 2
 
 
 def test_scaling_efficiency_of_a_workers_sweep(home: Path, write) -> None:
