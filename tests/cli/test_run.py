@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -71,7 +72,7 @@ def test_experiments_and_show(home: Path, write) -> None:
     assert listing.exit_code == 0 and "tiny-show" in listing.output and "Tiny Bench" in listing.output
     shown = invoke("show", "tiny-show")
     assert shown.exit_code == 0
-    assert "4 succeeded" in shown.output and "score median" in shown.output
+    assert "4 succeeded" in shown.output and re.search(r"score.*\n.*median", shown.output)
 
 
 def test_generated_id_follows_the_original_format(home: Path, write) -> None:
@@ -156,7 +157,11 @@ def test_dry_run_and_render_do_nothing(home: Path, write) -> None:
     assert "2 trials, 4 runs" in dry.output
     rendered = invoke("render", str(spec), "--set", "n=[5]")
     assert rendered.exit_code == 0
-    assert rendered.output.count("kind: Process") == 2
+    # one job per trial, its repeats counted from 0 as in tables and JSON; --all-runs prints each run's
+    assert rendered.output.count("kind: Process") == 1
+    assert "(repeat 0) (of 2 runs; the others differ only in run id and repeat)" in rendered.output
+    every = invoke("render", str(spec), "--set", "n=[5]", "--all-runs", "--repeats", "3")
+    assert every.output.count("kind: Process") == 3 and "(repeat 2)" in every.output
     assert "KUBEBENCH_EXP_OUTPUT_PATH" in rendered.output and "print('n', 5)" in rendered.output
     assert not (home / "experiments").exists()
 

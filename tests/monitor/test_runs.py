@@ -63,6 +63,7 @@ def test_the_report_plots_the_runs_telemetry(run_spec, SPEC: str) -> None:
     store, runs = run_spec(SPEC)
     section = experiment_section(store.experiment("exp"), runs, "ops", runs_telemetry(store, runs))
     figure = section.figures[-1]
-    traces = {(t.name, t.yaxis) for t in figure.data}
-    assert traces == {(runs[0].run_id, "y"), (runs[0].run_id, "y2")}  # CPU and memory of the one run
+    traces = {(t.legendgroup, t.name, t.yaxis) for t in figure.data}
+    label = "all · repeat 0"  # the run's trial (its swept parameters: none here) and repeat, not its hash
+    assert traces == {(runs[0].run_id, label, "y"), (runs[0].run_id, label, "y2")}  # CPU and memory of the one run
     assert max(figure.data[0].y) > 20

@@ -205,9 +205,9 @@ def test_digest_is_stable_and_sized() -> None:
 
 def test_run_label_shows_parameters_and_repeat() -> None:
     trial = Trial(id="t", index=0, params={"batch": 16, "lr": 0.1})
-    assert Run(id="r", trial=trial, repeat=0).label == "batch=16, lr=0.1 (repeat 1)"
-    assert Run(id="r", trial=trial, repeat=1, warmup=True).label == "batch=16, lr=0.1 (warm-up 2)"
-    assert Run(id="r", trial=Trial("t", 0, {}), repeat=2).label == "no parameters (repeat 3)"
+    assert Run(id="r", trial=trial, repeat=0).label == "batch=16, lr=0.1 (repeat 0)"
+    assert Run(id="r", trial=trial, repeat=1, warmup=True).label == "batch=16, lr=0.1 (warm-up 1)"
+    assert Run(id="r", trial=Trial("t", 0, {}), repeat=2).label == "no parameters (repeat 2)"
 
 
 # --- experiment ids --------------------------------------------------------------------------

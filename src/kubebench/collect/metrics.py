@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .. import METRIC_LINE_PREFIX, registry
+from ..rules import replica_rank
 from ..errors import PostprocessError
 from ..spec.base import PluginConfig
 from .context import RunContext
@@ -19,7 +20,6 @@ if TYPE_CHECKING:
     from ..spec.model import MetricSpec
 
 _PAIR = re.compile(r"([A-Za-z_][A-Za-z0-9_.:/-]*)=(\S+)")
-_REPLICA_ORDER = ["master", "chief", "launcher", "worker", "node", "ps", "evaluator"]
 
 
 @dataclass(frozen=True)
@@ -61,8 +61,7 @@ def replica_logs(output: Path) -> list[Path]:
 
     def order(path: Path) -> tuple[int, int, str]:
         rtype, _, index = path.stem.rpartition("-")
-        rank = _REPLICA_ORDER.index(rtype) if rtype in _REPLICA_ORDER else len(_REPLICA_ORDER)
-        return rank, int(index) if index.isdigit() else 0, path.name
+        return replica_rank(rtype), int(index) if index.isdigit() else 0, path.name
 
     return sorted(output.glob("*.log"), key=order)
 

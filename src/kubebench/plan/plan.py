@@ -37,9 +37,9 @@ class Run:
 
     @property
     def label(self) -> str:
-        """Short human description: parameters and repeat."""
+        """Short human description: parameters and repeat (counted from 0, as in tables and JSON)."""
         params = ", ".join(f"{k}={v}" for k, v in self.trial.params.items())
-        kind = f"warm-up {self.repeat + 1}" if self.warmup else f"repeat {self.repeat + 1}"
+        kind = f"warm-up {self.repeat}" if self.warmup else f"repeat {self.repeat}"
         return f"{params or 'no parameters'} ({kind})"
 
 

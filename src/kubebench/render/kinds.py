@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import SpecError
+from ..rules import replica_rank
 
 Manifest = dict[str, Any]
 LABEL_PREFIX = "kubebench.io/"
@@ -191,7 +192,7 @@ def replica_groups(manifest: Manifest) -> list[ReplicaGroup]:
     kind, spec = manifest.get("kind"), manifest.get("spec") or {}
     if kind in _REPLICA_FIELDS:
         specs = spec.get(_REPLICA_FIELDS[kind]) or {}
-        order = sorted(specs, key=_replica_order)
+        order = sorted(specs, key=replica_rank)
         return [ReplicaGroup(t.lower(), int(specs[t].get("replicas", 1)), specs[t].get("template") or {}) for t in order]
     if kind == "Process":
         return [ReplicaGroup("worker", int(spec.get("replicas", 1)), spec.get("template") or {})]
@@ -203,11 +204,6 @@ def replica_groups(manifest: Manifest) -> list[ReplicaGroup]:
         container = {"name": TRAINER_NODE, **{k: trainer[k] for k in ("image", "command", "args", "env") if k in trainer}}
         return [ReplicaGroup(TRAINER_NODE, int(trainer.get("numNodes", 1)), {"spec": {"containers": [container]}})]
     raise SpecError(f"job kind {kind!r} is not supported; supported: {', '.join(supported_kinds())}")
-
-
-def _replica_order(replica_type: str) -> int:
-    order = ["Master", "Chief", "Launcher", "Worker", "PS", "Evaluator"]
-    return order.index(replica_type) if replica_type in order else len(order)
 
 
 def supported_kinds() -> list[str]:
