@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 from functools import cache
-from importlib.metadata import EntryPoints, entry_points
+from importlib.metadata import entry_points
 from typing import Any
 
 from .errors import PluginError
@@ -40,9 +40,10 @@ def names(group: str) -> dict[str, str]:
 
 
 @cache
-def _entry_points() -> EntryPoints:
+def _entry_points() -> Any:
     # Every call of entry_points() reads the metadata of every installed distribution; loading a
-    # spec asks for three groups, so read them once (~10 ms each with 170 distributions).
+    # spec asks for three groups, so read them once (~10 ms each with 170 distributions). Python
+    # 3.12 returns EntryPoints, 3.11 SelectableGroups: both have select(group=…).
     return entry_points()
 
 
