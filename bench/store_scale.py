@@ -86,7 +86,7 @@ def measure(url: str, total_runs: int, folder: Path) -> dict[str, object]:
     seed(store, BIG)
     figures["record_big"] = record_runs(store, "big")
     figures["record_big_target"] = 2 * METRICS / per_run
-    seed(store, total_runs, big=False)
+    seed(store, total_runs - BIG, big_runs=0)
     (figures["ingest_seeded"],) = ingest(store, batches=(1,), prefix="seeded")
     figures["results"] = best_of(5, lambda: to_json(store.runs("big")))
     figures["listing"] = best_of(5, lambda: store.experiments(limit=None))
@@ -150,13 +150,13 @@ def experiment_rows(exp_id: str, trials: int, runs: int, created_at: float) -> t
     return experiment, trial_rows, run_rows
 
 
-def seed(store: Store, total_runs: int, big_trials: int = 1000, big: bool = True) -> None:
-    """One experiment of 10,000 runs (``big``, over ``big_trials`` trials; left out if not ``big``),
-    the rest in experiments of 9 runs: 10 metrics each and a log tail, succeeded; then ANALYZE.
+def seed(store: Store, total_runs: int, big_trials: int = 1000, big_runs: int = BIG) -> None:
+    """One experiment of ``big_runs`` runs (``big``, over ``big_trials`` trials; none if 0), the
+    rest in experiments of 9 runs: 10 metrics each and a log tail, succeeded; then ANALYZE.
     """
     started = time.perf_counter()
-    small = max(0, (total_runs - BIG) // SMALL_RUNS)
-    groups = [("big", big_trials, BIG)] * big + [(f"exp-{i:05d}", 1, SMALL_RUNS) for i in range(small)]
+    small = max(0, (total_runs - big_runs) // SMALL_RUNS)
+    groups = [("big", big_trials, big_runs)] * (big_runs > 0) + [(f"exp-{i:05d}", 1, SMALL_RUNS) for i in range(small)]
     env_id = _provenance_id(store)
     noise = random.Random(0)  # metrics with a spread (CV 3%), as measurements have
     # the last 20 lines of each run's log, as the runner keeps them
@@ -177,7 +177,7 @@ def seed(store: Store, total_runs: int, big_trials: int = 1000, big: bool = True
                                   (schema.metrics, metrics)):
                 conn.execute(insert(table), values)
     analyze(store)
-    print(f"  seeded {BIG * big + small * SMALL_RUNS:,} runs × {METRICS} metrics in {len(groups):,} experiments "
+    print(f"  seeded {big_runs + small * SMALL_RUNS:,} runs × {METRICS} metrics in {len(groups):,} experiments "
           f"in {time.perf_counter() - started:.1f} s", file=sys.stderr)
 
 
