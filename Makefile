@@ -61,6 +61,13 @@ bench: setup-dev
 bench-store: setup-dev
 	$(PY) bench/store_scale.py
 
+# kubebench beside what users would pick instead: Hydra's multirun (overhead per run, fixed cost) and
+# MLflow's SQLite store (reading 10,000 runs back, recording a run). Hydra and MLflow are installed
+# in bench/.venv-peers on first use, never in the project's environment: 15–25 minutes.
+.PHONY: bench-peers
+bench-peers: setup-dev
+	$(PY) bench/peers.py
+
 # The CNN workload through kubebench vs a bare PyTorch loop (20 alternated rounds pinned to one
 # CPU), the step-interleaved A/B, and 1 → 2 worker scaling: 20–30 minutes on a 2-vCPU VM.
 bench-cnn: setup

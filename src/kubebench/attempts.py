@@ -27,12 +27,12 @@ from .paths import RunPaths
 from .provenance import job_images, machine, workload
 from .storage.runs import run_location, shared_storage, upload_run, write_run_record
 from .store.records import RunResult
-from .store.store import Store
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the store (SQLAlchemy) is handed in: a dry run never loads it
     from .plan.plan import Run
     from .render.job import RenderedJob
     from .runner import Experiment
+    from .store.store import Store
 
 log = logging.getLogger("kubebench")
 LOG_TAIL_LINES = 20

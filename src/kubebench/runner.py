@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
-from typing import Callable, Protocol
+from typing import TYPE_CHECKING, Callable, Protocol
 
 from . import ids, registry
 from .attempts import INTERRUPTED, dump_yaml, execute_run, log_tail  # noqa: F401  (dump_yaml, log_tail: API)
@@ -25,7 +25,9 @@ from .settings import Settings
 from .storage.runs import shared_storage
 from .spec.model import AdaptiveRepeats, LoadedSpec
 from .store.records import ExperimentRecord, RunResult
-from .store.store import Store
+
+if TYPE_CHECKING:  # the store (SQLAlchemy) is handed in: a dry run never loads it
+    from .store.store import Store
 
 
 class Progress(Protocol):

@@ -12,7 +12,6 @@ import json
 import math
 from pathlib import Path
 
-from ..analyse.steady import detect_steady_state
 from ..errors import PostprocessError
 from .metrics import to_number
 
@@ -24,6 +23,9 @@ def steady_state_metrics(output: Path) -> tuple[dict[str, float], dict[str, str]
     path = output / STEP_FILE
     if not path.exists():
         return {}, {}
+    # Here, not at the top: it brings NumPy and SciPy (~0.5 s), which a run without the file never needs.
+    from ..analyse.steady import detect_steady_state
+
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         steps = [float(s) for s in data["step_seconds"]]
