@@ -94,7 +94,7 @@ class Problem(BaseModel):
 
 
 _LOCATED = re.compile(r"^(?P<file>[^:\n]+?):(?P<line>\d+)(?::(?P<column>\d+))?: (?P<rest>.*)$")
-_FIELD = re.compile(r"^(?P<field>[A-Za-z_][\w.\[\]-]*|\(top level\))(?: \((?P<context>[^)]*)\))?: (?P<message>.*)$")
+_FIELD = re.compile(r"^(?P<field>[A-Za-z_][\w.\[\]=-]*|\(top level\))(?: \((?P<context>[^)]*)\))?: (?P<message>.*)$")
 _INDEX = re.compile(r"\[(\d+)\]")
 # the form field a path of the generated spec comes from
 _FORM_FIELDS = {"job.command": "command", "job.image": "image", "job.template": "template", "job": "command"}
