@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kubebench")
 LOG_TAIL_LINES = 20
+#: Characters kept of each line of that tail (its end): a log of one huge line stays a short tail.
+LOG_TAIL_LINE_CHARS = 2_000
 CANCELLED = "cancelled by the user"
 #: The reason of a run found ``running`` by a runner resuming its experiment (and of that attempt).
 INTERRUPTED = "interrupted: its runner stopped during the run (killed?); redone on resume"
@@ -212,7 +214,9 @@ def _result(experiment: Experiment, run: Run, paths: RunPaths, outcome: Outcome,
 
 
 def log_tail(output: Path, reason: str) -> str:
-    """The end of the log of the replica named in ``reason`` (else of rank 0); empty if unreadable."""
+    """The end of the log of the replica named in ``reason`` (else of rank 0); empty if unreadable.
+
+    Only the last 64 kB are read, and each line keeps its last ``LOG_TAIL_LINE_CHARS`` characters."""
     try:
         logs = replica_logs(output)
         if not logs:
@@ -224,4 +228,5 @@ def log_tail(output: Path, reason: str) -> str:
             lines = f.read().decode("utf-8", errors="replace").splitlines()
     except OSError:
         return ""
-    return "\n".join(lines[-LOG_TAIL_LINES:])
+    return "\n".join(line if len(line) <= LOG_TAIL_LINE_CHARS else "…" + line[-LOG_TAIL_LINE_CHARS:]
+                     for line in lines[-LOG_TAIL_LINES:])

@@ -60,3 +60,65 @@ def launch(client, spec: str, params: str | None = None):
     """POST a spec to /api/experiments with the token."""
     body = {"spec": spec} if params is None else {"spec": spec, "params": params}
     return client.post("/api/experiments", json=body, headers={"Authorization": f"Bearer {TOKEN}"})
+
+
+def in_child(function, *args, timeout: float = 60, memory_bytes: int = 1_000_000_000,
+             env: dict[str, str] | None = None) -> tuple:
+    """``function(*args)`` in a forked child that may map ``memory_bytes`` more than it inherited:
+    ``("ok", result)``,
+    ``("error", type name, message)``, or ``("timeout",)`` when it ran past ``timeout`` (killed).
+
+    Code without a limit may compute for ever in one C call or allocate gigabytes; a child keeps
+    that out of the test process (and a test of it fails instead of hanging).
+    """
+    import pickle
+    import select
+    import signal
+    import time
+
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        try:
+            os.close(read)
+            resource.setrlimit(resource.RLIMIT_AS, (_address_space() + memory_bytes,
+                                                    resource.getrlimit(resource.RLIMIT_AS)[1]))
+            os.environ.update(env or {})
+            try:
+                result = ("ok", function(*args))
+            except BaseException as e:  # noqa: BLE001 (reported to the parent)
+                result = ("error", type(e).__name__, str(e)[:2000])
+            os.write(write, pickle.dumps(result))
+        finally:
+            os._exit(0)
+    os.close(write)
+    data, deadline = b"", time.monotonic() + timeout
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([read], [], [], left)[0]:
+                os.kill(pid, signal.SIGKILL)
+                return ("timeout",)
+            chunk = os.read(read, 65536)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        os.close(read)
+        os.waitpid(pid, 0)
+    return pickle.loads(data) if data else ("error", "died", "the child died without an answer")
+
+
+def serving(app):
+    """The web tests' uvicorn-in-a-thread server (``tests/web/web_support.py``) for ``app``."""
+    web = str(Path(__file__).resolve().parents[1] / "web")
+    if web not in sys.path:
+        sys.path.append(web)
+    from web_support import serving as web_serving
+
+    return web_serving(app)
+
+
+def _address_space() -> int:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))

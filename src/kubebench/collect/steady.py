@@ -12,6 +12,7 @@ import json
 import math
 from pathlib import Path
 
+from .. import limits
 from ..analyse.steady import detect_steady_state
 from ..errors import PostprocessError
 from .metrics import to_number
@@ -24,10 +25,16 @@ def steady_state_metrics(output: Path) -> tuple[dict[str, float], dict[str, str]
     path = output / STEP_FILE
     if not path.exists():
         return {}, {}
+    limit = limits.STEP_FILE_BYTES.value()
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        with open(path, "rb") as f:
+            raw = f.read(limit + 1)
+        if len(raw) > limit:
+            raise PostprocessError(f"output/{STEP_FILE} is larger than {limit:,} bytes (the limit; "
+                                   f"{limits.STEP_FILE_BYTES.env} changes it)")
+        data = json.loads(raw.decode("utf-8"))
         steps = [float(s) for s in data["step_seconds"]]
-    except (OSError, ValueError, KeyError, TypeError) as e:
+    except (OSError, ValueError, KeyError, TypeError, RecursionError) as e:
         raise PostprocessError(f"output/{STEP_FILE} must hold {{\"step_seconds\": [numbers…]}}: {e}") from e
     state = detect_steady_state(steps)
     if math.isnan(state.steady_mean) or state.steady_mean <= 0:

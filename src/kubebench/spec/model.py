@@ -11,7 +11,7 @@ from typing import Annotated, Literal, Union
 
 from pydantic import AfterValidator, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
-from .. import registry
+from .. import METRIC_NAME, registry
 from ..monitor.config import TelemetryConfig
 from .base import Model, parse_duration
 
@@ -81,7 +81,7 @@ def _scalar_text(value: object) -> str:
 class MetricSpec(Model):
     """A metric the benchmark measures; ``required`` ones missing from a run fail it."""
 
-    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.:/-]*$")
+    name: str = Field(pattern=f"^{METRIC_NAME}$")
     unit: str = ""
     goal: Literal["maximize", "minimize"] = "maximize"
     primary: bool = False

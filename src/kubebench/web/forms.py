@@ -151,6 +151,14 @@ def _by_field(text: str, files: dict[str, str], spec_text: str) -> Problem:
     return Problem(loc="spec", field=field, message=_with_context(found))
 
 
+def _file_of(text: str, files: dict[str, str]) -> str:
+    """Which file a message that has no line is about: the one it starts with, else the spec."""
+    for shown in files.values():
+        if text.startswith((f"{shown}:", f"{shown} ")):
+            return shown
+    return "spec"
+
+
 def form_problems(problems: list[Problem]) -> list[Problem]:
     """Problems of a form's generated spec, each named by the form field it came from."""
     named = []
