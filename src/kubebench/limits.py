@@ -56,6 +56,8 @@ RUNS = _limit("runs", 100_000, "runs planned up front (points × (repeats + warm
 TEMPLATE_CHARS = _limit("template_chars", 1_000_000, "characters of a value made by a template")
 #: Seconds of rendering every trial of a plan (and of any one render).
 RENDER_SECONDS = _limit("render_seconds", 30, "seconds to render every trial of a plan")
+#: Bytes of memory a Jsonnet template's evaluation may use (in a child process of its own).
+JSONNET_BYTES = _limit("jsonnet_bytes", 1_073_741_824, "bytes of memory of a Jsonnet evaluation")
 #: Bytes of a run's result/result.json.
 RESULT_BYTES = _limit("result_bytes", 1_048_576, "bytes of a run's result/result.json")
 #: Metrics of one run, from every source (logs, post-processors, result.json).
@@ -68,5 +70,6 @@ LOG_LINE_CHARS = _limit("log_line_chars", 1_048_576, "characters of a log line r
 #: Bytes of output/step_times.json.
 STEP_FILE_BYTES = _limit("step_file_bytes", 64 * 1_048_576, "bytes of output/step_times.json")
 
-ALL = (SPEC_BYTES, YAML_DEPTH, YAML_VALUES, SWEEP_POINTS, RUNS, TEMPLATE_CHARS, RENDER_SECONDS, RESULT_BYTES,
+ALL = (SPEC_BYTES, YAML_DEPTH, YAML_VALUES, SWEEP_POINTS, RUNS, TEMPLATE_CHARS, RENDER_SECONDS, JSONNET_BYTES,
+       RESULT_BYTES,
        METRICS, INFO_CHARS, LOG_LINE_CHARS, STEP_FILE_BYTES)

@@ -136,3 +136,25 @@ def test_a_slow_launch_does_not_hold_up_other_requests(tmp_path: Path) -> None:
     assert not post.is_alive() and answers and answers[0].status_code == 422, answers
     assert "rendering took longer than 4 s" in answers[0].text
     assert served_meanwhile >= 3  # the dashboard answered at once, again and again, while it rendered
+
+
+def _render_jsonnet(folder: str, text: str) -> str:
+    from kubebench.render.templating import render_template_file
+
+    path = Path(folder) / "job.jsonnet"
+    path.write_text(text, encoding="utf-8")
+    return render_template_file(path, {"n": 1}, text)["kind"]
+
+
+def test_a_jsonnet_template_that_runs_for_hours_is_stopped(tmp_path: Path) -> None:
+    text = "local f(n) = if n == 0 then 0 else f(n-1) + f(n-1);\n{kind: 'Job', x: f(40)}\n"
+    answer = in_child(_render_jsonnet, str(tmp_path), text, timeout=60, env={"KUBEBENCH_MAX_RENDER_SECONDS": "2"})
+    assert answer[:2] == ("error", "TemplateError") and "rendering took longer than 2 s" in answer[2], answer
+
+
+def test_a_jsonnet_template_that_takes_gigabytes_is_stopped(tmp_path: Path) -> None:
+    text = "{kind: 'Job', x: std.length(std.makeArray(300000000, function(i) i))}\n"
+    answer = in_child(_render_jsonnet, str(tmp_path), text, timeout=120, memory_bytes=1_000_000_000,
+                      env={"KUBEBENCH_MAX_JSONNET_BYTES": "400000000"})
+    assert answer[:2] == ("error", "TemplateError") and "KUBEBENCH_MAX_JSONNET_BYTES" in answer[2], answer
+    assert _render_jsonnet(str(tmp_path), "{kind: 'Job', n: std.extVar('n')}") == "Job"  # the next one renders

@@ -51,12 +51,24 @@ def time_budget(seconds: float | None = None) -> Iterator[None]:
         _local.left = None if outer is None else outer - (start - _local.left)
 
 
-def render_bounded(template: Any, context: Mapping[str, Any]) -> str:
-    """Render a compiled template within the time budget in force (or a budget of its own) and the
-    size limit on its output."""
+@contextmanager
+def spending() -> Iterator[float]:
+    """Time spent inside counts against the budget in force (or a budget of its own); yields the
+    deadline (``time.monotonic()``) by which the work must end."""
     with time_budget():
         started = time.monotonic()
         _local.deadline = started + _local.left
+        try:
+            yield _local.deadline
+        finally:
+            _local.deadline = None
+            _local.left -= time.monotonic() - started
+
+
+def render_bounded(template: Any, context: Mapping[str, Any]) -> str:
+    """Render a compiled template within the time budget in force (or a budget of its own) and the
+    size limit on its output."""
+    with spending():
         limit = _local.max_chars = limits.TEMPLATE_CHARS.value()  # read once: checks are many
         parts, size = [], 0
         previous = sys.gettrace()
@@ -73,8 +85,7 @@ def render_bounded(template: Any, context: Mapping[str, Any]) -> str:
         finally:
             if previous is None:
                 sys.settrace(None)
-            _local.max_chars = _local.deadline = None
-            _local.left -= time.monotonic() - started
+            _local.max_chars = None
     return "".join(parts)
 
 
@@ -92,8 +103,13 @@ def _trace_lines(frame: Any, event: str, arg: Any) -> Any:
 def _check_time() -> None:
     deadline = getattr(_local, "deadline", None)
     if deadline is not None and time.monotonic() > deadline:
-        raise TemplateLimit(f"rendering took longer than {limits.RENDER_SECONDS.value()} s (the limit on the "
-                            f"template time of all the trials of a plan; {limits.RENDER_SECONDS.env} changes it)")
+        raise out_of_time()
+
+
+def out_of_time() -> TemplateLimit:
+    """The error of a render past its time budget."""
+    return TemplateLimit(f"rendering took longer than {limits.RENDER_SECONDS.value()} s (the limit on the "
+                         f"template time of all the trials of a plan; {limits.RENDER_SECONDS.env} changes it)")
 
 
 def _max_chars() -> int:

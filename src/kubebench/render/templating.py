@@ -103,11 +103,10 @@ def _load_yaml(text: str, path: Path) -> Any:
 
 
 def _render_jsonnet(path: Path, text: str, context: dict[str, Any]) -> Any:
-    import _jsonnet
+    from .jsonnet import evaluate
 
-    codes = {key: json.dumps(value, default=str) for key, value in context.items()}
     try:
-        return json.loads(_jsonnet.evaluate_snippet(str(path), text, ext_codes=codes))
-    except RuntimeError as e:
-        # The message already names file:line:column of the failing expression.
-        raise TemplateError(f"{path}: jsonnet error: {str(e).strip()}") from e
+        return evaluate(str(path), text, context)
+    except TemplateError as e:
+        # Jsonnet's message already names file:line:column of the failing expression.
+        raise TemplateError(f"{path}: {e}") from e
