@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 from unittest import mock
 
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from kubebench.collect.context import RunContext
@@ -36,6 +37,7 @@ def _long_line_log(tmp_path: Path) -> RunContext:
     return ctx
 
 
+@pytest.mark.slow
 def test_the_metric_protocol_reads_a_huge_line_in_bounded_memory(tmp_path: Path) -> None:
     from kubebench.collect.metrics import metrics_from_logs
 
@@ -43,6 +45,7 @@ def test_the_metric_protocol_reads_a_huge_line_in_bounded_memory(tmp_path: Path)
     assert in_child(metrics_from_logs, ctx.output, memory_bytes=ALLOWANCE) == ("ok", {"early": 2.0, "x": 1.0})
 
 
+@pytest.mark.slow
 def test_mllog_and_regex_read_a_huge_line_in_bounded_memory(tmp_path: Path) -> None:
     from kubebench.collect.mllog import MllogConfig, MllogPostprocessor
     from kubebench.collect.postprocess import RegexConfig, RegexPostprocessor
@@ -55,6 +58,7 @@ def test_mllog_and_regex_read_a_huge_line_in_bounded_memory(tmp_path: Path) -> N
     assert in_child(regex.run, ctx, memory_bytes=ALLOWANCE) == ("ok", {"speed": 12.5})
 
 
+@pytest.mark.slow
 def test_a_post_processor_command_printing_a_huge_line_costs_bounded_memory(tmp_path: Path) -> None:
     from kubebench.collect.postprocess import CommandConfig, CommandPostprocessor
 

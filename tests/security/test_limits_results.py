@@ -30,6 +30,7 @@ def _run(tmp_path: Path, code: str, name: str = "res") -> list:
     return open_store(f"sqlite:///{home / 'kubebench.db'}").runs(name)
 
 
+@pytest.mark.slow
 def test_a_huge_result_json_fails_the_run_and_stays_out_of_the_store(tmp_path: Path) -> None:
     runs = _run(tmp_path, "json.dump({'x': 1, 'blob': 'A' * 5_000_000}, open(out + '/result.json', 'w'))")
     assert runs[0].status == "failed"
@@ -39,12 +40,14 @@ def test_a_huge_result_json_fails_the_run_and_stays_out_of_the_store(tmp_path: P
     assert (tmp_path / "home" / "kubebench.db").stat().st_size < 1_000_000
 
 
+@pytest.mark.slow
 def test_too_many_metrics_fail_the_run_with_the_count(tmp_path: Path) -> None:
     runs = _run(tmp_path, "json.dump({f'm{i}': i for i in range(5000)}, open(out + '/result.json', 'w'))")
     assert runs[0].status == "failed"
     assert runs[0].reason.startswith("result/result.json has 5,000 fields, more than the limit of 1,000 metrics")
 
 
+@pytest.mark.slow
 def test_too_many_metric_lines_fail_the_run_too(tmp_path: Path) -> None:
     runs = _run(tmp_path, "print('KUBEBENCH_METRIC ' + ' '.join(f'm{i}={i}' for i in range(1500)))")
     assert runs[0].status == "failed"
@@ -84,7 +87,7 @@ keys = st.one_of(st.from_regex(re.compile(f"{METRIC_NAME}"), fullmatch=True), st
 @settings(max_examples=150, deadline=None)
 @given(data=st.dictionaries(keys, values, max_size=12))
 def test_only_metric_names_with_finite_numbers_become_metrics(tmp_path_factory, data: dict) -> None:
-    path = tmp_path_factory.mktemp("r") / "result.json"
+    path = tmp_path_factory.getbasetemp() / "names-result.json"
     path.write_text(json.dumps(data), encoding="utf-8")
     numbers, info = read_result_json(path)
     assert set(numbers) | set(info) == set(data) and not set(numbers) & set(info)

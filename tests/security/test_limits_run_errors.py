@@ -48,6 +48,7 @@ def test_an_env_name_that_no_process_accepts_is_a_located_spec_error(write, name
     assert ("must not be empty or hold '='" in str(info.value)) or ("NUL" in str(info.value))
 
 
+@pytest.mark.slow
 def test_the_reviewed_specs_exit_2_on_the_cli(tmp_path: Path) -> None:
     (tmp_path / "inj.yaml").write_text(
         'name: inj\njob:\n  command: [echo, "{{ v }}"]\n  env: {X: "{{ v }}"}\n'
@@ -74,6 +75,7 @@ def test_a_rendered_nul_is_refused_before_anything_runs(home: Path) -> None:
         execute(plan_experiment(loaded, make_settings(), "nul-render"), open_store(make_settings().store_url))
 
 
+@pytest.mark.slow
 def test_an_error_inside_one_run_fails_that_run_and_the_next_runs_go_on(tmp_path: Path) -> None:
     # the second repeat's argument holds a NUL: validation renders only the first repeat of a trial,
     # so only the run itself finds it (the process cannot start); before, the runner died and left

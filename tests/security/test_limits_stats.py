@@ -65,6 +65,7 @@ def test_compare_of_equal_huge_values_is_unchanged() -> None:
     assert result.base.median == 1.7e308
 
 
+@pytest.mark.slow
 def test_the_cli_and_the_api_compare_huge_values(tmp_path: Path) -> None:
     home = tmp_path / "home"
     job = ("import json, os; json.dump({'big': 1.7e308}, "

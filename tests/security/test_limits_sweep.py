@@ -36,6 +36,7 @@ def test_points_are_counted_before_they_are_made(lengths: list[int], included: i
                 expand(params, "zip" if zipped else "grid", include)
 
 
+@pytest.mark.slow
 def test_a_billion_points_are_refused_without_making_one(tmp_path: Path) -> None:
     # 254 bytes of YAML: 6 anchored lists of 32 values; a MemoryError at 3 GB before
     values = ", ".join(str(i) for i in range(32))

@@ -100,6 +100,7 @@ def test_the_time_budget_is_shared_by_every_render_of_a_plan() -> None:
     assert render_string("{{ a }}", {"a": 1}, "outside") == "1"
 
 
+@pytest.mark.slow
 def test_the_cli_refuses_the_reviewed_templates_with_exit_2(tmp_path: Path) -> None:
     for i, template in enumerate(["{{ 9**(9**9) }}", '{{ ("x" * 1500000000)|length }}']):
         spec = tmp_path / f"j{i}.yaml"
@@ -109,6 +110,7 @@ def test_the_cli_refuses_the_reviewed_templates_with_exit_2(tmp_path: Path) -> N
         assert "job.command[1] (trial no parameters): " in done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_a_slow_launch_does_not_hold_up_other_requests(tmp_path: Path) -> None:
     from kubebench.settings import settings as make_settings
     from kubebench.store.store import open_store
