@@ -92,11 +92,22 @@ def test_only_metric_names_with_finite_numbers_become_metrics(tmp_path_factory, 
     numbers, info = read_result_json(path)
     assert set(numbers) | set(info) == set(data) and not set(numbers) & set(info)
     for key, value in data.items():
-        is_number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-        if is_number and re.fullmatch(METRIC_NAME, key):
-            assert numbers[key] == float(value)
+        number = _numeric(value)
+        if number is not None and re.fullmatch(METRIC_NAME, key):
+            assert numbers[key] == number
         else:  # booleans, nulls, text, lists, and numbers under names that are not metric names
             assert key in info and info[key] == (value if isinstance(value, str) else json.dumps(value))
+
+
+def _numeric(value: object) -> float | None:
+    # numbers and numeric strings (the original Kubebench wrote strings), finite, never booleans
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def test_booleans_and_nulls_are_info_not_metrics(tmp_path: Path) -> None:
