@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import select
 import subprocess
 import sys
@@ -24,7 +23,9 @@ from .sandbox import TemplateLimit, out_of_time, spending
 
 #: The child: one JSON request per line in, one JSON answer per line out.
 _CHILD = """
-import json, sys, _jsonnet
+import json, resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (int(sys.argv[1]), int(sys.argv[1])))  # its own cap: no preexec_fn in threads
+import _jsonnet
 for line in sys.stdin:
     request = json.loads(line)
     try:
@@ -77,14 +78,10 @@ class JsonnetChild:
         if self._owner != os.getpid():
             self._process, self._owner = None, os.getpid()
         if self._process is None or self._process.poll() is not None:
-            memory = limits.JSONNET_BYTES.value()
-
-            def cap() -> None:
-                resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-
-            self._process = subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE,
+            memory = str(limits.JSONNET_BYTES.value())
+            self._process = subprocess.Popen([sys.executable, "-c", _CHILD, memory], stdin=subprocess.PIPE,
                                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                                             preexec_fn=cap, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+                                             env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
         return self._process
 
     def stop(self) -> None:

@@ -298,7 +298,7 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
         _check_binop(operator, left, right)
         return super().call_binop(context, operator, left, right)
 
-    def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
+    def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
         owner, name = getattr(__obj, "__self__", None), getattr(__obj, "__name__", "a call")
         if isinstance(owner, (str, bytes)) and args and name == "join":  # sep.join(items)
             return _checked_call(name, lambda items, sep: __self._call(__context, __obj, items),

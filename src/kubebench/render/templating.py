@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import traceback
 from functools import cache, lru_cache
 from pathlib import Path
