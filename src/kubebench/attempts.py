@@ -36,6 +36,8 @@ if TYPE_CHECKING:  # the store (SQLAlchemy) is handed in: a dry run never loads 
 
 log = logging.getLogger("kubebench")
 LOG_TAIL_LINES = 20
+#: Characters kept of each line of that tail (its end): a log of one huge line stays a short tail.
+LOG_TAIL_LINE_CHARS = 2_000
 CANCELLED = "cancelled by the user"
 #: The reason of a run found ``running`` by a runner resuming its experiment (and of that attempt).
 INTERRUPTED = "interrupted: its runner stopped during the run (killed?); redone on resume"
@@ -55,7 +57,12 @@ def execute_run(experiment: Experiment, backend: Backend, store: Store, run: Run
     retries = experiment.loaded.spec.retries
     attempt = 1
     while True:
-        result, infrastructure = _attempt(experiment, backend, store, run, leftover)
+        try:
+            result, infrastructure = _attempt(experiment, backend, store, run, leftover)
+        except (StorageError, StoreError):
+            raise  # the next runs would fail the same way: the experiment stops (a resume redoes this one)
+        except Exception as e:  # a bug, or an input no check foresaw: this run fails, the next ones go on
+            result, infrastructure = _broken(run, e), False
         store.finish_run(result)
         if result.status == "succeeded" or not infrastructure or attempt > retries:
             return result
@@ -87,6 +94,9 @@ def _attempt(experiment: Experiment, backend: Backend, store: Store, run: Run,
         backend.logs(handle, paths)
     except BackendError as e:
         outcome = Outcome("failed", None, str(e), isinstance(e, InfrastructureError))
+    except Exception as e:  # not the backend's own error: the job, if it started, must not outlive the run
+        _cancel_quietly(backend, handle)
+        outcome = Outcome("failed", None, _unexpected(e))
     except KeyboardInterrupt:
         store.finish_run(RunResult(run_id=run.id, status="cancelled", reason=CANCELLED, finished_at=time.time()))
         raise
@@ -104,6 +114,27 @@ def _attempt(experiment: Experiment, backend: Backend, store: Store, run: Run,
     if spec.report:
         result = report_run(spec.report, _context(experiment, run, paths, job), result)
     return result, infrastructure
+
+
+def _unexpected(error: Exception) -> str:
+    log.debug("unexpected error during a run", exc_info=error)
+    return f"kubebench could not run it: {type(error).__name__}: {error}"
+
+
+def _broken(run: Run, error: Exception) -> RunResult:
+    """The result of a run that an unexpected error stopped: failed, with the error as its reason."""
+    reason = _unexpected(error)
+    log.warning("run %s failed: %s", run.id, reason)
+    return RunResult(run_id=run.id, status="failed", reason=reason, finished_at=time.time())
+
+
+def _cancel_quietly(backend: Backend, handle: object) -> None:
+    if handle is None:
+        return
+    try:
+        backend.cancel(handle)
+    except Exception as e:  # noqa: BLE001 (already failing: the first error is the one reported)
+        log.warning("could not cancel a job after an error: %s", e)
 
 
 def _prepare(paths: RunPaths, job: RenderedJob, run: Run) -> None:
@@ -187,7 +218,9 @@ def _result(experiment: Experiment, run: Run, paths: RunPaths, outcome: Outcome,
 
 
 def log_tail(output: Path, reason: str) -> str:
-    """The end of the log of the replica named in ``reason`` (else of rank 0); empty if unreadable."""
+    """The end of the log of the replica named in ``reason`` (else of rank 0); empty if unreadable.
+
+    Only the last 64 kB are read, and each line keeps its last ``LOG_TAIL_LINE_CHARS`` characters."""
     try:
         logs = replica_logs(output)
         if not logs:
@@ -199,4 +232,5 @@ def log_tail(output: Path, reason: str) -> str:
             lines = f.read().decode("utf-8", errors="replace").splitlines()
     except OSError:
         return ""
-    return "\n".join(lines[-LOG_TAIL_LINES:])
+    return "\n".join(line if len(line) <= LOG_TAIL_LINE_CHARS else "…" + line[-LOG_TAIL_LINE_CHARS:]
+                     for line in lines[-LOG_TAIL_LINES:])

@@ -21,6 +21,7 @@ from .paths import RunPaths
 from .plan.adaptive import next_round
 from .plan.plan import Plan, Run, make_plan, new_experiment_id
 from .render.job import RenderedJob, job_fingerprint, render_run
+from .render.sandbox import time_budget
 from .settings import Settings
 from .storage.runs import shared_storage
 from .spec.model import AdaptiveRepeats, LoadedSpec
@@ -193,12 +194,14 @@ def _in_parallel(runs: list[Run], width: int, one: Callable[[Run], None], backen
 
 
 def validate(experiment: Experiment, backend: Backend) -> None:
-    """Render one run of every trial before anything runs, so that spec errors stop the start."""
+    """Render one run of every trial before anything runs, so that spec errors stop the start
+    (all of them within one time budget: ``limits.RENDER_SECONDS``)."""
     seen: set[str] = set()
-    for run in experiment.plan.runs:
-        if run.trial.id not in seen:
-            seen.add(run.trial.id)
-            experiment.render(run, backend)
+    with time_budget():
+        for run in experiment.plan.runs:
+            if run.trial.id not in seen:
+                seen.add(run.trial.id)
+                experiment.render(run, backend)
     storage = shared_storage(experiment.settings, experiment.loaded.spec.storage, experiment.loaded.base_dir)
     if storage is not None:
         storage.check()  # a missing bucket or a read-only folder stops the start, not every run

@@ -94,7 +94,7 @@ class Problem(BaseModel):
 
 
 _LOCATED = re.compile(r"^(?P<file>[^:\n]+?):(?P<line>\d+)(?::(?P<column>\d+))?: (?P<rest>.*)$")
-_FIELD = re.compile(r"^(?P<field>[A-Za-z_][\w.\[\]-]*|\(top level\))(?: \((?P<context>[^)]*)\))?: (?P<message>.*)$")
+_FIELD = re.compile(r"^(?P<field>[A-Za-z_][\w.\[\]=-]*|\(top level\))(?: \((?P<context>[^)]*)\))?: (?P<message>.*)$")
 _INDEX = re.compile(r"\[(\d+)\]")
 # the form field a path of the generated spec comes from
 _FORM_FIELDS = {"job.command": "command", "job.image": "image", "job.template": "template", "job": "command"}
@@ -149,6 +149,14 @@ def _by_field(text: str, files: dict[str, str], spec_text: str) -> Problem:
             return Problem(loc=f"line {line}, column {column}", field=field, line=line, column=column,
                            message=_with_context(found))
     return Problem(loc="spec", field=field, message=_with_context(found))
+
+
+def _file_of(text: str, files: dict[str, str]) -> str:
+    """Which file a message that has no line is about: the one it starts with, else the spec."""
+    for shown in files.values():
+        if text.startswith((f"{shown}:", f"{shown} ")):
+            return shown
+    return "spec"
 
 
 def form_problems(problems: list[Problem]) -> list[Problem]:
