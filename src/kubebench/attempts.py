@@ -31,7 +31,7 @@ from .store.records import RunResult
 if TYPE_CHECKING:  # the store (SQLAlchemy) is handed in: a dry run never loads it
     from .plan.plan import Run
     from .render.job import RenderedJob
-    from .runner import Experiment
+    from .experiment import Experiment
     from .store.store import Store
 
 log = logging.getLogger("kubebench")
