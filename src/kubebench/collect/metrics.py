@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -15,6 +14,7 @@ from ..rules import replica_rank
 from ..errors import PostprocessError
 from ..spec.base import PluginConfig
 from .context import RunContext
+from .values import to_number
 
 if TYPE_CHECKING:
     from ..spec.model import MetricSpec
@@ -44,17 +44,6 @@ def parse_metric_lines(lines: Iterable[str]) -> dict[str, float]:
             if value is not None:
                 found[name] = value
     return found
-
-
-def to_number(value: object) -> float | None:
-    """A finite float from a number or numeric string (the original Kubebench wrote strings)."""
-    if isinstance(value, bool):
-        return None
-    try:
-        number = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
 
 
 def replica_logs(output: Path) -> list[Path]:

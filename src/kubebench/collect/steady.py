@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .. import limits
 from ..errors import PostprocessError
-from .metrics import to_number
+from .values import to_number
 
 STEP_FILE = "step_times.json"
 
