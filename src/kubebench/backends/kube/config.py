@@ -37,12 +37,23 @@ class KubernetesConfig(PluginConfig):
     #: Kubeconfig file and context; unset: in-cluster config inside a pod, else $KUBECONFIG / ~/.kube/config.
     kubeconfig: str | None = None
     context: str | None = None
-    #: Kueue LocalQueue: sets the ``kueue.x-k8s.io/queue-name`` label on every job.
+    #: Kueue LocalQueue: sets the ``kueue.x-k8s.io/queue-name`` label on every job. Time in the queue
+    #: does not count against the run's timeout; it is recorded as the run's ``queue_seconds``.
     queue: str | None = None
-    #: Keep finished jobs (and their pods) instead of deleting them once their logs are copied.
+    #: How long a job may wait in the queue before its run times out (unset: as long as it takes).
+    queue_timeout: float | None = None
+    #: Keep finished jobs (and their finished pods) instead of deleting them once their logs are
+    #: copied; pods still running or pending are deleted all the same, so that none holds GPUs.
     keep_jobs: bool = False
-    #: How long a pod may stay unschedulable or unable to start its container before the run fails.
+    #: How long a pod may stay unschedulable or unable to start its container (and a job without
+    #: pods) before the run fails.
     unschedulable_grace: float = 120.0
+    #: The same while nodes are being added for a pod: a pod asking for GPUs, or one whose events
+    #: show the cluster-autoscaler or Karpenter scaling up (GPU nodes take minutes to come up).
+    scale_up_grace: float = 900.0
+    #: Size of the ``/dev/shm`` (a memory-backed emptyDir) given to every pod that has none: the
+    #: container runtime's 64 MiB breaks NCCL and DataLoader workers; unset: no limit but the pod's memory.
+    shm_size: str | None = None
     #: How dependents (pods) go when kubebench deletes a job.
     propagation: Literal["Foreground", "Background"] = "Background"
     #: Attempts of an API call that fails transiently (429, 5xx, connection reset), with backoff.
@@ -50,7 +61,12 @@ class KubernetesConfig(PluginConfig):
     #: Seconds one API request may take.
     request_timeout: float = Field(30.0, gt=0)
 
-    @field_validator("unschedulable_grace", mode="before")
+    @field_validator("unschedulable_grace", "scale_up_grace", mode="before")
     @classmethod
     def _duration(cls, value: object) -> float:
         return parse_duration(value)
+
+    @field_validator("queue_timeout", mode="before")
+    @classmethod
+    def _optional_duration(cls, value: object) -> float | None:
+        return None if value is None else parse_duration(value)
