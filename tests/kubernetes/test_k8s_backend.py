@@ -130,6 +130,8 @@ def calls(cluster: Cluster) -> dict[str, int]:
             what = "discovery"
         elif "/nodes/" in r.path:
             what = "read node"
+        elif r.path.startswith("/api/v1/namespaces/") and r.path.count("/") == 4:
+            what = "read namespace"
         elif r.method == "GET" and "kubebench.io/run=" in r.query.get("labelSelector", ""):
             what = "list a run's pods"
         else:
@@ -142,10 +144,11 @@ def test_tracking_calls_do_not_grow_with_polls(cluster: Cluster, run_spec) -> No
     code = "import time, kubebench; time.sleep(1); kubebench.report(v=1)"
     ran = run_spec(spec(workers=1, code=code, repeats=3))
     assert ran.by_status() == {"succeeded": 3}
-    # one list + watch for the jobs and for the pods, the kind's discovery and the node (provenance)
-    # once; per job: create, one stream per container, the final list of its pods, delete
-    assert calls(cluster) == {"watch": 2, "list": 2, "discovery": 1, "read node": 1, "create": 3, "follow log": 3,
-                              "list a run's pods": 3, "delete": 3}
+    # once: the pre-flight check (discovery of the core API and of the kind, the namespace), one list +
+    # watch for the jobs and for the pods, the node (provenance); per job: create, one stream per
+    # container, the final list of its pods, delete
+    assert calls(cluster) == {"discovery": 2, "read namespace": 1, "watch": 2, "list": 2, "read node": 1,
+                              "create": 3, "follow log": 3, "list a run's pods": 3, "delete": 3}
 
 
 def test_random_api_errors_are_retried(cluster: Cluster, run_spec) -> None:

@@ -242,11 +242,14 @@ def test_a_trainjob_on_trainer_2_1_fails_at_once_instead_of_running_without_its_
 
 
 def test_a_kind_the_cluster_does_not_serve_is_one_clear_error(cluster: Cluster, run_spec) -> None:
+    from kubebench.errors import PreflightError
+
     cluster.api.unserved.add(("kubeflow.org", "v2beta1"))  # only training-operator's MPIJob v1 here
-    (run,) = run_spec(job_spec("MPIJob", 1, QUICK)).runs
-    assert run.status == "failed"
-    assert run.reason.startswith("MPIJob of kubeflow.org/v2beta1 is not served by the cluster at http://127.0.0.1:")
-    assert run.reason.endswith("set job.mpi_api_version to the MPIJob version it serves")
+    with pytest.raises(PreflightError) as refused:
+        run_spec(job_spec("MPIJob", 1, QUICK) + "repeats: 5\n")
+    assert str(refused.value).startswith("MPIJob of kubeflow.org/v2beta1 is not served by the cluster at http://127.0.0.1:")
+    assert str(refused.value).endswith("set job.mpi_api_version to the MPIJob version it serves")
+    assert cluster.api.count("POST") == 0  # before any run
 
 
 # --- MED-13: one spec, one measurement ------------------------------------------------------------------------

@@ -54,6 +54,15 @@ class Outcome:
 
 
 @dataclass(frozen=True)
+class Check:
+    """One finding of ``kubebench doctor``: ``ok``, ``warn`` (runs may still work) or ``fail``."""
+
+    name: str
+    state: Literal["ok", "warn", "fail"]
+    detail: str = ""
+
+
+@dataclass(frozen=True)
 class ProcessTelemetry:
     """The job's replicas are processes of this machine: sample them."""
 
@@ -127,6 +136,15 @@ class Backend(ABC, Generic[H]):
         from ..provenance import machine
 
         return dict(machine())
+
+    def check(self, manifests: list[dict[str, Any]]) -> None:
+        """Before anything runs: can jobs like these (one per trial) run here at all? Raises
+        PreflightError, so that an experiment stops once instead of failing every run."""
+
+    def doctor(self, manifests: list[dict[str, Any]], local: RunPaths) -> list[Check]:
+        """Everything that must hold for jobs like these to run here, each checked (``kubebench doctor``);
+        ``local``: a run's folders as kubebench sees them."""
+        return [Check("backend", "ok", "jobs run as processes of this machine")]
 
     @property
     def queue_timeout(self) -> float | None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -356,4 +357,27 @@ def ensure_deadline(manifest: Manifest, seconds: float) -> Manifest:
         spec.setdefault("runPolicy", {}).setdefault("activeDeadlineSeconds", deadline)
     elif kind in ("Job", "TrainJob"):
         spec.setdefault("activeDeadlineSeconds", deadline)
+    return manifest
+
+
+_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
+
+
+def valid_labels(manifest: Manifest) -> Manifest:
+    """kubebench's labels as the API server accepts them (≤ 63 characters, alphanumeric at both ends):
+    a cut id loses its trailing separators; an id that cannot be a label is refused here, clearly."""
+    labels = manifest.get("metadata", {}).get("labels") or {}
+    fixed = {}
+    for key, value in labels.items():
+        if not key.startswith(LABEL_PREFIX):
+            continue
+        valid = str(value)[:63].rstrip("-_.")
+        if not _LABEL_VALUE.fullmatch(valid):
+            raise SpecError(f"{value!r} ({key}) cannot be a Kubernetes label value: use letters, digits, '-', '_' "
+                            "and '.', starting and ending with a letter or digit (e.g. kubebench run --id bench-1)")
+        if valid != value:
+            fixed[key] = valid
+    if fixed:
+        labels.update(fixed)
+        set_template_labels(manifest, fixed)
     return manifest

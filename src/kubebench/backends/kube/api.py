@@ -150,6 +150,27 @@ class Api:
             _request_timeout=timeout).data), expect=(403, 404)) or {}
         return listing.get("items") or []
 
+    def namespace_exists(self, name: str) -> bool | None:
+        """Whether the namespace exists; None when kubebench may not read namespaces (a namespaced role)."""
+        from kubernetes.client.exceptions import ApiException
+
+        def fetch(timeout: float) -> bool | None:
+            try:
+                _ = self.core.read_namespace(name, _preload_content=False, _request_timeout=timeout).data  # read whole
+            except ApiException as e:
+                if e.status in (403, 404):
+                    return None if e.status == 403 else False
+                raise
+            return True
+
+        return self.call(f"read namespace {name}", fetch)
+
+    def claim(self, namespace: str, name: str) -> dict | None:
+        """A PersistentVolumeClaim; None if there is none."""
+        return self.call(f"read persistentvolumeclaim {namespace}/{name}", lambda timeout: json.loads(
+            self.core.read_namespaced_persistent_volume_claim(name, namespace, _preload_content=False,
+                                                             _request_timeout=timeout).data), expect=(404,))
+
     def node(self, name: str) -> dict | None:
         """A node (labels, nodeInfo); None if it is gone or kubebench may not read nodes."""
         return self.call(f"read node {name}", lambda timeout: json.loads(self.core.read_node(

@@ -13,25 +13,24 @@ from __future__ import annotations
 
 import copy
 import logging
-import re
 import threading
 import time
 import uuid
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from ...errors import BackendError, SpecError
+from ...errors import BackendError, KubebenchError, SpecError
 from ...paths import RunPaths
 from ...render import kinds
-from ..base import Backend, JobStatus, Outcome, PodTelemetry
-from . import objects
+from ..base import Backend, Check, JobStatus, Outcome, PodTelemetry
+from . import objects, preflight
 from . import status as st
 from .api import PODS, Api, Resource, current_namespace, resource_of
 from .config import KubernetesConfig
 from .handle import KubeJob
 from .informer import Informer
 from .logs import RunLogs
-from .provenance import pod_provenance
+from .provenance import NodeCache, pod_provenance
 from .stuck import StuckCheck
 
 if TYPE_CHECKING:
@@ -67,7 +66,7 @@ class KubernetesBackend(Backend[KubeJob]):
         self._active: dict[str, KubeJob] = {}  # by run id: jobs submitted and not yet released
         self._namespace: str | None = None
         self._served: dict[Resource, str | None] = {}  # resource → why it cannot be used (None: it can)
-        self._nodes: dict[str, dict | None] = {}
+        self._nodes = NodeCache(lambda: self.api)
 
     @property
     def namespace(self) -> str:
@@ -105,7 +104,7 @@ class KubernetesBackend(Backend[KubeJob]):
         namespace = meta.setdefault("namespace", self.namespace)
         if namespace != self.namespace:
             raise SpecError(f"the job's namespace {namespace!r} is not the backend's ({self.namespace!r})")
-        _valid_labels(manifest)
+        kinds.valid_labels(manifest)
         storage = self.config.storage
         kinds.mount_claim(manifest, storage.volume, storage.claim, storage.mount_path)
         kinds.mount_shm(manifest, self.config.shm_size)
@@ -118,6 +117,23 @@ class KubernetesBackend(Backend[KubeJob]):
                                 "(mpi-operator); set job.mpi_api_version: kubeflow.org/v2beta1 or drop the queue")
             meta.setdefault("labels", {}).setdefault(QUEUE_LABEL, self.config.queue)
         return manifest
+
+    def check(self, manifests: list[dict[str, Any]]) -> None:
+        """The client configured, the API server reachable, the namespace there, every kind served."""
+        api = preflight.connect(lambda: self.api, self.config)
+        preflight.check(api, self.namespace, manifests)
+        with self._lock:
+            self._served.update({resource_of(m): None for m in manifests})
+
+    def doctor(self, manifests: list[dict[str, Any]], local: RunPaths) -> list[Check]:
+        """Cluster, namespace, kinds, permissions, claim (bound, and the same one a pod sees), queue."""
+        try:
+            api = preflight.connect(lambda: self.api, self.config)
+        except KubebenchError as e:
+            return [Check("cluster", "fail", str(e))]
+        storage = self.config.storage
+        root = Path(storage.local_path) if storage.local_path else Path(local.experiments_root).parent
+        return preflight.doctor(api, self.config, self.namespace, manifests, root, self.config.probe_image)
 
     def submit(self, job: RenderedJob, paths: RunPaths) -> KubeJob:
         """Create the job object (after starting the watches that will follow it)."""
@@ -320,19 +336,7 @@ class KubernetesBackend(Backend[KubeJob]):
 
     def provenance(self, handle: KubeJob) -> dict[str, Any]:
         """The pods' node, image digest and GPUs, and their node's GPU product, instance type and OS."""
-        return pod_provenance(list(handle.seen.values()), handle.main, self._node)
-
-    def _node(self, name: str) -> dict | None:
-        with self._lock:
-            if name in self._nodes:
-                return self._nodes[name]
-        try:
-            found = self.api.node(name)
-        except BackendError:
-            found = None
-        with self._lock:
-            self._nodes[name] = found
-        return found
+        return pod_provenance(list(handle.seen.values()), handle.main, self._nodes.read)
 
     def close(self) -> None:
         """Delete jobs still in flight (an interrupted runner), stop the watches, close the connections."""
@@ -379,28 +383,6 @@ class KubernetesBackend(Backend[KubeJob]):
             if obj is not None and obj.get("kind") == "Pod" and _ours(obj, handle):
                 self._observe(handle, [obj])  # a deleted pod's last state too
             handle.wakeup.set()
-
-
-_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
-
-
-def _valid_labels(manifest: dict[str, Any]) -> None:
-    """kubebench's labels as the API server accepts them (≤ 63 characters, alphanumeric at both ends):
-    a cut id loses its trailing separators; an id that cannot be a label is refused here, clearly."""
-    labels = manifest.get("metadata", {}).get("labels") or {}
-    fixed = {}
-    for key, value in labels.items():
-        if not key.startswith(kinds.LABEL_PREFIX):
-            continue
-        valid = str(value)[:63].rstrip("-_.")
-        if not _LABEL_VALUE.fullmatch(valid):
-            raise SpecError(f"{value!r} ({key}) cannot be a Kubernetes label value: use letters, digits, '-', '_' "
-                            "and '.', starting and ending with a letter or digit (e.g. kubebench run --id bench-1)")
-        if valid != value:
-            fixed[key] = valid
-    if fixed:
-        labels.update(fixed)
-        kinds.set_template_labels(manifest, fixed)
 
 
 def _ours(pod: dict, handle: KubeJob) -> bool:

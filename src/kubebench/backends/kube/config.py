@@ -56,6 +56,8 @@ class KubernetesConfig(PluginConfig):
     shm_size: str | None = None
     #: How dependents (pods) go when kubebench deletes a job.
     propagation: Literal["Foreground", "Background"] = "Background"
+    #: Image of the pod ``kubebench doctor`` starts to check that it sees the claim as kubebench does.
+    probe_image: str = "busybox:1.36"
     #: Attempts of an API call that fails transiently (429, 5xx, connection reset), with backoff.
     api_retries: int = Field(8, ge=1, le=50)
     #: Seconds one API request may take.

@@ -9,9 +9,14 @@ replicas list each value once, in rank order.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import threading
+from typing import TYPE_CHECKING, Any, Callable
 
+from ...errors import BackendError
 from . import status as st
+
+if TYPE_CHECKING:
+    from .api import Api
 
 #: Node labels recorded, by the provenance field they fill.
 NODE_LABELS = {"gpu_product": "nvidia.com/gpu.product", "instance_type": "node.kubernetes.io/instance-type",
@@ -76,3 +81,22 @@ def _gpus(pods: list[dict[str, Any]], nodes: dict[str, dict]) -> list[dict[str, 
                 gpu["memory_gb"] = round(int(memory) / 1024, 1)
             gpus += [dict(gpu) for _ in range(count)]
     return gpus
+
+
+class NodeCache:
+    """Nodes read once each (None when gone or not allowed: provenance then has no node fields)."""
+
+    def __init__(self, api: Callable[[], Api]) -> None:
+        self._api, self._nodes, self._lock = api, {}, threading.Lock()
+
+    def read(self, name: str) -> dict | None:
+        with self._lock:
+            if name in self._nodes:
+                return self._nodes[name]
+        try:
+            found = self._api().node(name)
+        except BackendError:
+            found = None
+        with self._lock:
+            self._nodes[name] = found
+        return found
