@@ -96,7 +96,17 @@ def test_every_pod_gets_the_claim_the_account_and_the_scheduling(tmp_path: Path,
         assert spec["nodeSelector"] == {"nvidia.com/gpu.product": "A100", "pool": "training"}
         assert spec["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
     for container in containers_of(manifest):
-        assert {"name": "kubebench-storage", "mountPath": "/mnt/kb"} in container["volumeMounts"]
+        assert claim_mounts(container) == run_folders(manifest)
+
+
+def claim_mounts(container: dict) -> list[tuple[str, str]]:
+    return [(m["mountPath"], m.get("subPath", "")) for m in container["volumeMounts"] if m["name"] == "kubebench-storage"]
+
+
+def run_folders(manifest: dict) -> list[tuple[str, str]]:
+    """Only the run's folder and the data folder of the claim, never the whole claim (other runs, a store)."""
+    run = f"experiments/{EXP}/{manifest['metadata']['labels']['kubebench.io/run']}"
+    return [(f"/mnt/kb/{run}", run), ("/mnt/kb/data", "data")]
 
 
 @pytest.mark.parametrize(("kind", "extra"), CASES)
@@ -210,7 +220,9 @@ def test_templates_of_every_kind_validate_after_the_backend_decorates_them(tmp_p
     manifest = rendered(tmp_path, TEMPLATE_SPEC % template, backend_for("kubeflow.org/v1" if "mpi-v1" in template else ""))
     assert errors_of(manifest) == []
     for container in containers_of(manifest):
-        assert {"name": "kubebench-storage", "mountPath": "/mnt/kb"} in container["volumeMounts"]
+        assert claim_mounts(container) == run_folders(manifest)
+    for pod in kinds.pod_templates(manifest):  # no Istio sidecar outliving the job's container
+        assert pod["metadata"]["annotations"]["sidecar.istio.io/inject"] == "false"
     spec = manifest["spec"]
     deadline = (spec.get("runPolicy") or spec)["activeDeadlineSeconds"]
     assert deadline == (300 if template.startswith("pytorch") else 150)  # the template's own is kept

@@ -271,17 +271,30 @@ def _merge_env(existing: list[dict] | None, env: dict[str, str]) -> list[dict]:
     return kept + [{"name": k, "value": v} for k, v in env.items()]
 
 
-def mount_claim(manifest: Manifest, volume: str, claim: str, mount_path: str) -> Manifest:
-    """Mount the PersistentVolumeClaim ``claim`` at ``mount_path`` in every container of every pod."""
+def mount_claim(manifest: Manifest, volume: str, claim: str, mount_path: str,
+                folders: tuple[tuple[str, str, bool], ...] = ()) -> Manifest:
+    """Mount the PersistentVolumeClaim ``claim`` in every container of every pod: whole at
+    ``mount_path``, or only ``folders`` — ``(mount path, sub path on the claim, read only)`` each."""
+    mounts = [{"name": volume, "mountPath": path, "subPath": sub, **({"readOnly": True} if read_only else {})}
+              for path, sub, read_only in folders] or [{"name": volume, "mountPath": mount_path}]
     for template in pod_templates(manifest):
         spec = template.setdefault("spec", {})
         volumes = spec.setdefault("volumes", [])
         if not any(v.get("name") == volume for v in volumes):
             volumes.append({"name": volume, "persistentVolumeClaim": {"claimName": claim}})
         for container in _mounting_containers(manifest, spec):
-            mounts = container.setdefault("volumeMounts", [])
-            if not any(m.get("name") == volume for m in mounts):
-                mounts.append({"name": volume, "mountPath": mount_path})
+            existing = container.setdefault("volumeMounts", [])
+            if not any(m.get("name") == volume for m in existing):
+                existing += copy.deepcopy(mounts)
+    return manifest
+
+
+def set_template_annotations(manifest: Manifest, annotations: dict[str, str]) -> Manifest:
+    """Add ``annotations`` to every pod template that does not set them itself."""
+    for template in pod_templates(manifest):
+        found = template.setdefault("metadata", {}).setdefault("annotations", {})
+        for key, value in annotations.items():
+            found.setdefault(key, value)
     return manifest
 
 

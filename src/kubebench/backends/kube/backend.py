@@ -106,8 +106,10 @@ class KubernetesBackend(Backend[KubeJob]):
             raise SpecError(f"the job's namespace {namespace!r} is not the backend's ({self.namespace!r})")
         kinds.valid_labels(manifest)
         storage = self.config.storage
-        kinds.mount_claim(manifest, storage.volume, storage.claim, storage.mount_path)
+        kinds.mount_claim(manifest, storage.volume, storage.claim, storage.mount_path, _folders(storage, paths))
         kinds.mount_shm(manifest, self.config.shm_size)
+        # In Istio-injected namespaces (Kubeflow profiles) a classic sidecar outlives the job's container.
+        kinds.set_template_annotations(manifest, {"sidecar.istio.io/inject": "false"})
         kinds.add_env_default(manifest, {"LOCAL_WORLD_SIZE": "1", "LOCAL_RANK": "0"})
         if self.config.service_account:
             kinds.set_pod_defaults(manifest, {"serviceAccountName": self.config.service_account})
@@ -388,6 +390,16 @@ class KubernetesBackend(Backend[KubeJob]):
 def _ours(pod: dict, handle: KubeJob) -> bool:
     """Whether a pod belongs to this submission, not to an earlier attempt at the same run."""
     return ((pod.get("metadata") or {}).get("labels") or {}).get(SUBMISSION_LABEL) == handle.token
+
+
+def _folders(storage: Any, paths: RunPaths) -> tuple[tuple[str, str, bool], ...]:
+    """The run's folder and the data folder (workloads make their datasets there on first use) as
+    subPaths of the claim."""
+    if not storage.isolate:
+        return ()
+    mount = PurePosixPath(storage.mount_path)
+    return tuple((str(path), str(PurePosixPath(path).relative_to(mount)), read_only)
+                 for path, read_only in ((paths.run, False), (paths.data_root, False)))
 
 
 def _on_claim(path: Any, root: Path, mount: PurePosixPath) -> PurePosixPath:

@@ -23,6 +23,9 @@ class StorageConfig(Model):
     local_path: str | None = None
     #: Name of the volume in the pod specs.
     volume: str = Field("kubebench-storage", pattern=_DNS_LABEL, max_length=63)
+    #: Mount into a job's pods only its run's folder and the data folder, by subPath,
+    #: not the whole claim (where other runs, and a SQLite store, may live).
+    isolate: bool = True
 
 
 class KubernetesConfig(PluginConfig):
