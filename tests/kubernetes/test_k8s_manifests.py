@@ -273,35 +273,86 @@ def test_render_cli_prints_valid_manifests_for_the_kubernetes_backend(tmp_path: 
             == {"claimName": "kubebench"}
 
 
+def deploy(*args: str) -> list[dict]:
+    result = CliRunner().invoke(app, ["deploy", "manifests", *args])
+    assert result.exit_code == 0, result.output
+    return list(yaml.safe_load_all(result.output))
+
+
+def pod_templates_of(doc: dict) -> list[dict]:
+    spec = doc.get("spec") or {}
+    if doc["kind"] == "CronJob":
+        spec = spec["jobTemplate"]["spec"]
+    return [spec["template"]] if "template" in spec else []
+
+
 def test_deploy_manifests_validate_and_grant_only_what_kubebench_uses(tmp_path: Path) -> None:
     spec = tmp_path / "benchmark.yaml"
-    spec.write_text("name: b\njob: {kind: Job, command: [echo]}\nbackend: kubernetes\n")
-    result = CliRunner().invoke(app, ["deploy", "manifests", "-n", "ml", "--image", "reg/kubebench:1",
-                                      "--storage-size", "50Gi", "--spec", str(spec)])
-    assert result.exit_code == 0, result.output
-    docs = list(yaml.safe_load_all(result.output))
-    assert [d["kind"] for d in docs] == ["PersistentVolumeClaim", "ServiceAccount", "Role", "RoleBinding", "ConfigMap", "Job"]
+    spec.write_text("name: b\njob: {kind: Job, command: [python, post.py]}\nbackend: kubernetes\n")
+    (tmp_path / "params.yaml").write_text("batch_size: [1, 2]\n")
+    (tmp_path / "post.py").write_text("print('a script the spec needs')\n")
+    docs = deploy("-n", "ml", "--image", "reg/kubebench:1", "--storage-size", "50Gi", "--spec", str(spec), "--id", "nightly")
+    assert [d["kind"] for d in docs] == ["Namespace", "PersistentVolumeClaim", "ServiceAccount", "Role", "RoleBinding",
+                                         "ClusterRole", "ClusterRoleBinding", "Service", "StatefulSet", "NetworkPolicy",
+                                         "ConfigMap", "Job", "Deployment", "Service"]
     for doc in docs:
         assert builtin_validator()[1](doc) == [], doc["kind"]
-        assert doc["metadata"]["namespace"] == "ml"
-    claim, _, role, binding, config, job = docs
-    assert claim["spec"]["resources"]["requests"]["storage"] == "50Gi"
+        assert doc["metadata"].get("namespace", "ml") == "ml"
+    by_kind = {d["kind"]: d for d in docs}
+    assert by_kind["PersistentVolumeClaim"]["spec"]["resources"]["requests"]["storage"] == "50Gi"
+    role = by_kind["Role"]
     verbs = {(g, r): set(rule["verbs"]) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]}
     assert verbs[("kubeflow.org", "pytorchjobs")] == {"create", "get", "list", "watch", "delete"}
-    assert verbs[("", "pods")] == {"get", "list", "watch"} and verbs[("", "pods/log")] == {"get"}
+    assert verbs[("", "pods")] == {"get", "list", "watch", "delete"} and verbs[("", "pods/log")] == {"get"}
+    assert verbs[("", "events")] == {"list"}
     assert all("*" not in v and not v & {"update", "patch", "deletecollection"} for v in verbs.values())
-    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "kubebench", "namespace": "ml"}]
-    assert config["data"] == {"benchmark.yaml": spec.read_text()}
+    assert by_kind["ClusterRole"]["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}]
+    assert by_kind["ConfigMap"]["data"] == {"benchmark.yaml": spec.read_text(), "params.yaml": "batch_size: [1, 2]\n",
+                                            "post.py": "print('a script the spec needs')\n"}
+    job = by_kind["Job"]
+    assert job["metadata"]["name"] == "kubebench-run-nightly"  # stable: a restarted runner resumes it
     pod = job["spec"]["template"]["spec"]
-    assert pod["serviceAccountName"] == "kubebench"
-    assert pod["containers"][0]["image"] == "reg/kubebench:1"
-    assert pod["containers"][0]["command"] == ["kubebench", "run", "/etc/kubebench/spec/benchmark.yaml", "--backend", "kubernetes"]
-    assert {"name": "KUBEBENCH_HOME", "value": "/kubebench"} in pod["containers"][0]["env"]
+    assert pod["serviceAccountName"] == "kubebench" and pod["containers"][0]["image"] == "reg/kubebench:1"
+    assert pod["containers"][0]["command"] == ["kubebench", "run", "/etc/kubebench/spec/benchmark.yaml",
+                                               "--backend", "kubernetes", "--id", "nightly"]
+    env = {e["name"]: e["value"] for e in pod["containers"][0]["env"]}
+    assert env["KUBEBENCH_STORE"] == "postgresql+psycopg://kubebench@kubebench-postgres.ml.svc:5432/kubebench"
+    dashboard = by_kind["Deployment"]["spec"]["template"]["spec"]["containers"][0]
+    assert dashboard["command"][:2] == ["kubebench", "serve"] and "--read-only" in dashboard["command"]
 
 
-def test_deploy_manifests_without_a_spec_expect_the_configmap() -> None:
-    kinds_ = [d["kind"] for d in deploy_manifests()]
-    assert "ConfigMap" not in kinds_ and kinds_[-1] == "Job"
+def test_every_pod_kubebench_deploys_is_restricted_and_out_of_istio(tmp_path: Path) -> None:
+    from k8s_podsecurity import violations
+
+    for args in ([], ["--schedule", "0 2 * * *", "--store-url", "postgresql+psycopg://u@db:5432/k"]):
+        docs = deploy(*args)
+        templates = [t for d in docs for t in pod_templates_of(d)]
+        assert len(templates) == (3 if not args else 2)  # runner (Job or CronJob), dashboard, PostgreSQL
+        for template in templates:
+            assert violations(template["spec"]) == [], template["metadata"]["labels"]
+            assert template["metadata"]["annotations"] == {"sidecar.istio.io/inject": "false"}
+            assert all("runAsUser" not in (c.get("securityContext") or {}) for c in template["spec"]["containers"])
+        runner = [t for t in templates if t["metadata"]["labels"]["app.kubernetes.io/component"] == "runner"][0]
+        assert "runAsUser" not in runner["spec"]["securityContext"]  # no fixed uid (OpenShift's restricted-v2)
+
+
+def test_a_scheduled_deployment_is_a_cronjob_starting_a_new_experiment_each_time(tmp_path: Path) -> None:
+    docs = deploy("--schedule", "0 2 * * *", "--store-url", "postgresql+psycopg://u@db:5432/k", "--no-dashboard")
+    assert [d["kind"] for d in docs][-1] == "CronJob" and "StatefulSet" not in [d["kind"] for d in docs]
+    cron = docs[-1]
+    assert cron["spec"]["schedule"] == "0 2 * * *" and cron["spec"]["concurrencyPolicy"] == "Forbid"
+    command = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["command"]
+    assert "--id" not in command
+
+
+def test_the_podsecurity_check_catches_what_restricted_refuses() -> None:
+    from k8s_podsecurity import violations
+
+    assert violations({"containers": [{"name": "c", "image": "i"}]}) == [
+        "c: allowPrivilegeEscalation != false", "c: capabilities must drop ALL", "c: runAsNonRoot != true",
+        "c: seccompProfile must be RuntimeDefault or Localhost"]
+    assert violations({"hostNetwork": True, "volumes": [{"name": "h", "hostPath": {"path": "/"}}], "containers": []}) == [
+        "host namespace hostNetwork", "volume h is not an allowed type"]
 
 
 def test_job_fields_added_for_kubernetes_keep_the_fingerprints_of_older_specs(tmp_path: Path) -> None:
@@ -315,3 +366,16 @@ def test_job_fields_added_for_kubernetes_keep_the_fingerprints_of_older_specs(tm
     assert job_fingerprint(loaded) == digest(before, None)  # what it was before these fields existed
     (tmp_path / "spec.yaml").write_text("name: b\njob: {kind: Job, workers: 2, command: [echo], node_selector: {a: b}}\n")
     assert job_fingerprint(load_spec(tmp_path / "spec.yaml")) != digest(before, None)
+
+
+def test_in_the_cluster_job_pods_run_from_the_spec_folder_of_the_configmap(tmp_path: Path, monkeypatch) -> None:
+    # what `kubebench deploy manifests --spec …` gives the runner: its spec's folder as a ConfigMap
+    monkeypatch.setenv("KUBEBENCH_SPEC_CONFIGMAP", "kubebench-spec")
+    monkeypatch.setenv("KUBEBENCH_SPEC_DIR", "/etc/kubebench/spec")
+    manifest = rendered(tmp_path, shorthand("Job", 2))
+    assert errors_of(manifest) == []
+    spec = manifest["spec"]["template"]["spec"]
+    assert {"name": "kubebench-spec", "configMap": {"name": "kubebench-spec"}} in spec["volumes"]
+    (container,) = spec["containers"]
+    assert container["workingDir"] == "/etc/kubebench/spec"  # `python runner.py` finds the example's script
+    assert {"name": "kubebench-spec", "mountPath": "/etc/kubebench/spec", "readOnly": True} in container["volumeMounts"]

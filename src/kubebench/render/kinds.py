@@ -11,7 +11,7 @@ The shorthand follows each operator's semantics (see docs/kubernetes-conformance
   on every pod);
 - MPIJob v2beta1 (mpi-operator): the launcher is created once the workers are Ready
   (``launcherCreationPolicy: WaitForWorkersReady``: their hostnames resolve only then) and the
-  workers run an SSH server; v1 (training-operator) workers sleep, as its launcher execs into them;
+  workers run an SSH server (``/usr/sbin/sshd -De``, as the Dockerfile's ``mpi`` target does); v1 (training-operator) workers sleep, as its launcher execs into them;
 - the job's own deadline is the run's timeout plus a margin, so that kubebench's clock always fires
   first and reads the logs before anything is deleted (the operators count from creation or from
   their first reconcile, to the second).
@@ -38,7 +38,6 @@ MPI_API_VERSIONS = ("kubeflow.org/v2beta1", "kubeflow.org/v1")
 DEADLINE_MARGIN_S, DEADLINE_MARGIN_SHARE = 60, 0.1
 #: What an MPI worker runs: mpi-operator v2 reaches the ranks over SSH; training-operator v1 execs.
 MPI_WORKER_COMMANDS = {"kubeflow.org/v2beta1": ["/usr/sbin/sshd", "-De"], "kubeflow.org/v1": ["sleep", "infinity"]}
-SSH_PORT = 22
 
 
 @dataclass(frozen=True)
@@ -162,7 +161,6 @@ def _mpijob(job: JobShape, container: dict, deadline: int) -> tuple[str, str, di
         # mpi-operator passes runPolicy.backoffLimit to the launcher Job (default 6 retries of mpirun).
         spec["runPolicy"]["backoffLimit"] = 0
         spec["launcherCreationPolicy"] = "WaitForWorkersReady"
-        worker["readinessProbe"] = {"tcpSocket": {"port": SSH_PORT}, "periodSeconds": 2}
     spec["mpiReplicaSpecs"] = {"Launcher": _replica(1, launcher, job), "Worker": _replica(job.workers, worker, job)}
     return job.mpi_api_version, "MPIJob", spec
 
@@ -286,6 +284,23 @@ def mount_claim(manifest: Manifest, volume: str, claim: str, mount_path: str,
             existing = container.setdefault("volumeMounts", [])
             if not any(m.get("name") == volume for m in existing):
                 existing += copy.deepcopy(mounts)
+    return manifest
+
+
+def mount_config_map(manifest: Manifest, volume: str, config_map: str, path: str) -> Manifest:
+    """Mount the ConfigMap ``config_map`` read-only at ``path`` in every container of every pod, and
+    make ``path`` the working directory of the containers that set none (TrainJob patches cannot)."""
+    for template in pod_templates(manifest):
+        spec = template.setdefault("spec", {})
+        volumes = spec.setdefault("volumes", [])
+        if not any(v.get("name") == volume for v in volumes):
+            volumes.append({"name": volume, "configMap": {"name": config_map}})
+        for container in _mounting_containers(manifest, spec):
+            mounts = container.setdefault("volumeMounts", [])
+            if not any(m.get("name") == volume for m in mounts):
+                mounts.append({"name": volume, "mountPath": path, "readOnly": True})
+            if manifest.get("kind") != "TrainJob":
+                container.setdefault("workingDir", path)
     return manifest
 
 

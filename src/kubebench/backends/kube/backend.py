@@ -108,6 +108,8 @@ class KubernetesBackend(Backend[KubeJob]):
         storage = self.config.storage
         kinds.mount_claim(manifest, storage.volume, storage.claim, storage.mount_path, _folders(storage, paths))
         kinds.mount_shm(manifest, self.config.shm_size)
+        if self.config.spec_configmap:
+            kinds.mount_config_map(manifest, "kubebench-spec", self.config.spec_configmap, self.config.spec_mount)
         # In Istio-injected namespaces (Kubeflow profiles) a classic sidecar outlives the job's container.
         kinds.set_template_annotations(manifest, {"sidecar.istio.io/inject": "false"})
         kinds.add_env_default(manifest, {"LOCAL_WORLD_SIZE": "1", "LOCAL_RANK": "0"})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Literal
 
 from pydantic import Field, field_validator
@@ -59,6 +60,12 @@ class KubernetesConfig(PluginConfig):
     shm_size: str | None = None
     #: How dependents (pods) go when kubebench deletes a job.
     propagation: Literal["Foreground", "Background"] = "Background"
+    #: A ConfigMap holding the spec's folder (``kubebench deploy manifests`` makes one and sets
+    #: $KUBEBENCH_SPEC_CONFIGMAP in the runner): mounted into every job pod at ``spec_mount``, the working
+    #: directory of containers that set none, so that commands run from the spec's folder as locally.
+    spec_configmap: str | None = Field(default_factory=lambda: os.environ.get("KUBEBENCH_SPEC_CONFIGMAP") or None)
+    spec_mount: str = Field(default_factory=lambda: os.environ.get("KUBEBENCH_SPEC_DIR") or "/etc/kubebench/spec",
+                            pattern=r"^/")
     #: Image of the pod ``kubebench doctor`` starts to check that it sees the claim as kubebench does.
     probe_image: str = "busybox:1.36"
     #: Attempts of an API call that fails transiently (429, 5xx, connection reset), with backoff.
