@@ -286,6 +286,15 @@ class OperatorStandIn:
                                             "message": message}]
         self.kubelet.write(pod)
 
+    def preempt_pod(self, pod: PodSim) -> None:
+        """Preempt a pod as the scheduler does: a DisruptionTarget condition, then the pod is deleted
+        (and a Kubeflow v1 operator creates it again under the same name)."""
+        pod.conditions = [*pod.conditions, {"type": "DisruptionTarget", "status": "True",
+                                            "reason": "PreemptionByScheduler",
+                                            "message": "Preempted in order to admit critical pod"}]
+        self.kubelet.write(pod)
+        self.delete_pod(pod)
+
     def free_port(self) -> int:
         with socket.socket() as s:
             s.bind((self.host, 0))

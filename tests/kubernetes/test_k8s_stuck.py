@@ -65,3 +65,34 @@ def test_a_cpu_pod_waits_for_the_autoscaler_when_its_events_say_it_scales_up(clu
     cluster.operator.kubelet.autoscale["cpu"] = (4.0, "2000")
     (run,) = run_spec(spec(grace="1s", resources="{cpu: 1000}", extra=", scale_up_grace: 30s")).runs
     assert run.status == "succeeded", run.reason
+
+
+def test_a_preempted_pod_created_again_by_its_operator_makes_the_failure_the_infrastructures(
+        cluster: Cluster, run_spec, tmp_path) -> None:
+    marker = tmp_path / "preempted"
+    code = ("import os, sys, time, kubebench; out = os.environ['KUBEBENCH_EXP_OUTPUT_PATH'] + '/started-' + os.environ['RANK']; "
+            "again = os.path.exists(out); open(out, 'w').close(); "
+            f"again and sys.exit('rendezvous with the old peers failed'); os.path.exists('{marker}') or time.sleep(60); "
+            "kubebench.report(v=1)")
+    operator = cluster.operator
+
+    def preempt_master() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            started = list(cluster.home.glob("experiments/exp-1/*/output/started-*"))
+            for job in list(operator.jobs.values()):
+                if len(started) == 2 and len(job.replicas) == 2 and all(p.phase == "Running" for p in job.replicas):
+                    marker.touch()
+                    operator.preempt_pod(next(p for p in job.replicas if p.type == "master"))
+                    return
+            time.sleep(0.05)
+
+    import threading
+
+    threading.Thread(target=preempt_master, daemon=True).start()
+    text = spec(grace="30s").replace("workers: 1", "workers: 2").replace(QUICK, code) + "retries: 1\n"
+    ran = run_spec(text)
+    (run,) = ran.runs
+    assert (run.status, run.attempts) == ("succeeded", 2), run.reason
+    (attempts,) = ran.store.attempts(ran.experiment_id).values()
+    assert attempts[0].reason.startswith("master-0 preempted (PreemptionByScheduler)")

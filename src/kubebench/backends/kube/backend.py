@@ -300,7 +300,7 @@ class KubernetesBackend(Backend[KubeJob]):
 
     def _observe(self, handle: KubeJob, pods: list[dict]) -> list[dict]:
         for pod in pods:
-            handle.seen[pod["metadata"]["name"]] = pod
+            handle.seen[pod["metadata"].get("uid") or pod["metadata"]["name"]] = pod
             if handle.logs is not None:
                 handle.logs.observe(pod)
         return pods

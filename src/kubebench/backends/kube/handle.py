@@ -25,7 +25,8 @@ class KubeJob:
     main: frozenset[str] = frozenset()
     uid: str | None = None
     logs: RunLogs | None = None
-    #: Every pod of this submission as last seen, deleted ones too (their exit codes, nodes).
+    #: Every pod of this submission as last seen, by uid, deleted ones too (their exit codes, nodes,
+    #: a DisruptionTarget condition: one an operator created again under its name is another pod).
     seen: dict[str, dict] = field(default_factory=dict)
     problems: Problems = field(default_factory=Problems)
     admitted_at: float | None = None

@@ -3,7 +3,8 @@
 Reading a log once the job has ended loses what is gone by then: the kubelet rotates container logs
 at 10 MiB (the log API serves only the current file), and an operator, a deadline, a preemption or
 a lost node deletes pods. So every container of every pod of the run (init containers, sidecars,
-each restart) is followed (``follow=true``) into ``output/pods/<pod>.<container>.<restart>.log``
+each restart) is followed (``follow=true``) into ``output/pods/<pod>.<uid>.<container>.<restart>.log``
+(a pod an operator created again under the same name is another pod)
 from the moment the watch shows it running. When the run ends, what no stream holds whole is read
 once (the current instance, and the ``previous`` one of a restarted container), and each replica's
 main container is moved to ``output/<replica-type>-<index>.log``: its newest pod, and the instance
@@ -36,6 +37,7 @@ class Stream:
     """One container instance followed into a file."""
 
     pod: str
+    uid: str
     container: str
     instance: int
     path: Path
@@ -57,21 +59,21 @@ class RunLogs:
 
     def observe(self, pod: dict[str, Any]) -> None:
         """Start following every container instance of ``pod`` that runs (or ran) and is not followed yet."""
-        name = pod["metadata"]["name"]
+        name, uid = pod["metadata"]["name"], _uid(pod)
         for status in _statuses(pod):
             state = status.get("state") or {}
             if "running" not in state and "terminated" not in state:
                 continue
-            key = (name, status["name"], int(status.get("restartCount") or 0))
+            key = (uid, status["name"], int(status.get("restartCount") or 0))
             with self._lock:
                 if self._closed or key in self._streams:
                     continue
-                stream = self._streams[key] = Stream(*key, self._path(*key))
+                stream = self._streams[key] = Stream(name, *key, self._path(name, *key))
             threading.Thread(target=self._follow, args=(stream,), daemon=True,
                              name=f"kubebench-log-{name}-{status['name']}").start()
 
-    def _path(self, pod: str, container: str, instance: int) -> Path:
-        return self.folder / f"{pod}.{container}.{instance}.log"
+    def _path(self, pod: str, uid: str, container: str, instance: int) -> Path:
+        return self.folder / f"{pod}.{uid[:6]}.{container}.{instance}.log"
 
     def _follow(self, stream: Stream) -> None:
         try:
@@ -95,16 +97,16 @@ class RunLogs:
         """Read now, before the pods are deleted, every started container no stream is following."""
         for pod in pods:
             for status in _statuses(pod):
-                key = (pod["metadata"]["name"], status["name"], int(status.get("restartCount") or 0))
+                key = (_uid(pod), status["name"], int(status.get("restartCount") or 0))
                 stream = self._streams.get(key)
                 if st.started({"status": {"containerStatuses": [status]}}) and (stream is None or stream.error):
-                    self._read(*key, previous=False, warnings=[])
+                    self._read(pod["metadata"]["name"], *key, previous=False, warnings=[])
 
     def finish(self, pods: list[dict[str, Any]], wait_all: bool) -> list[str]:
         """Let the streams end (those of containers seen ended; all of them with ``wait_all``: the
         job succeeded or was deleted, so every container ends), read what they missed, name each
         replica's log; returns warnings."""
-        ended = {(p["metadata"]["name"], s["name"], int(s.get("restartCount") or 0))
+        ended = {(_uid(p), s["name"], int(s.get("restartCount") or 0))
                  for p in pods for s in _statuses(p) if "terminated" in (s.get("state") or {})}
         deadline = time.monotonic() + DRAIN_SECONDS
         for key, stream in list(self._streams.items()):
@@ -120,7 +122,7 @@ class RunLogs:
         return warnings
 
     def _complete(self, pod: dict[str, Any], warnings: list[str]) -> None:
-        name = pod["metadata"]["name"]
+        name, uid = pod["metadata"]["name"], _uid(pod)
         for status in _statuses(pod):
             if not st.started({"status": {"containerStatuses": [status]}}):
                 continue
@@ -128,23 +130,23 @@ class RunLogs:
             for instance, previous in ((current, False), (current - 1, True)):
                 if instance < 0:
                     continue
-                stream = self._streams.get((name, status["name"], instance))
+                stream = self._streams.get((uid, status["name"], instance))
                 if stream is not None and stream.complete:
                     continue
-                if not self._read(name, status["name"], instance, previous, warnings) and stream is not None \
+                if not self._read(name, uid, status["name"], instance, previous, warnings) and stream is not None \
                         and stream.path.exists():
                     warnings.append(f"the log of {name} ({status['name']}) may end early: {stream.error or 'stream cut'}")
 
-    def _read(self, pod: str, container: str, instance: int, previous: bool, warnings: list[str]) -> bool:
+    def _read(self, pod: str, uid: str, container: str, instance: int, previous: bool, warnings: list[str]) -> bool:
         self.folder.mkdir(parents=True, exist_ok=True)
-        partial = self._path(pod, container, instance).with_suffix(".read")
+        partial = self._path(pod, uid, container, instance).with_suffix(".read")
         try:
             if not self.api.copy_log(self.namespace, pod, container, partial, previous=previous):
                 return False
         except (BackendError, OSError) as e:
             warnings.append(f"could not read the log of {pod} ({container}): {e}")
             return False
-        target = self._path(pod, container, instance)
+        target = self._path(pod, uid, container, instance)
         if target.exists() and target.stat().st_size > partial.stat().st_size:
             partial.unlink()  # the stream holds more (the read lost the head to log rotation)
         else:
@@ -159,7 +161,7 @@ class RunLogs:
             status = self._main(pod)
             if status is None:
                 continue
-            source = self._path(pod["metadata"]["name"], status["name"], _instance(status))
+            source = self._path(pod["metadata"]["name"], _uid(pod), status["name"], _instance(status))
             if source.exists():
                 source.replace(self.output / f"{replica}.log")
 
@@ -187,9 +189,13 @@ def _statuses(pod: dict[str, Any]) -> list[dict[str, Any]]:
     return (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or [])
 
 
-def _restarts(pods: list[dict[str, Any]], pod: str, container: str) -> int:
+def _uid(pod: dict[str, Any]) -> str:
+    return pod["metadata"].get("uid") or pod["metadata"]["name"]
+
+
+def _restarts(pods: list[dict[str, Any]], uid: str, container: str) -> int:
     for p in pods:
-        if p["metadata"]["name"] == pod:
+        if _uid(p) == uid:
             for status in _statuses(p):
                 if status["name"] == container:
                     return int(status.get("restartCount") or 0)
