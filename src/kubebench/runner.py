@@ -171,13 +171,16 @@ def _in_parallel(runs: list[Run], width: int, one: Callable[[Run], None], backen
 
 def validate(experiment: Experiment, backend: Backend) -> None:
     """Render one run of every trial before anything runs, so that spec errors stop the start
-    (all of them within one time budget: ``limits.RENDER_SECONDS``)."""
+    (all of them within one time budget: ``limits.RENDER_SECONDS``), and let the backend check it can
+    run those jobs at all (``Backend.check``)."""
     seen: set[str] = set()
+    manifests = []
     with time_budget():
         for run in experiment.plan.runs:
             if run.trial.id not in seen:
                 seen.add(run.trial.id)
-                experiment.render(run, backend)
+                manifests.append(experiment.render(run, backend).manifest)
+    backend.check(manifests)
     storage = shared_storage(experiment.settings, experiment.loaded.spec.storage, experiment.loaded.base_dir)
     if storage is not None:
         storage.check()  # a missing bucket or a read-only folder stops the start, not every run

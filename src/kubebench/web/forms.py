@@ -38,8 +38,18 @@ class LaunchForm(BaseModel):
     # values are checked by the spec they become (one message per problem, located by name)
     parameters: dict[str, Any] = Field(default_factory=dict, description="name → value, or list of values to sweep")
     repeats: int = Field(1, ge=1, le=10_000)
-    backend: Literal["local", "kubernetes"] = "local"
+    backend: str = Field("local", description="a backend of the plugin registry (built-in: local, kubernetes)")
     metrics: list[Union[MetricField, str]] = Field(default_factory=list)
+
+    @field_validator("backend")
+    @classmethod
+    def _known_backend(cls, value: str) -> str:
+        from .. import registry
+
+        known = registry.names("backends")
+        if value not in known:
+            raise ValueError(f"unknown backend {value!r}; valid: {', '.join(sorted(known))}")
+        return value
 
     @field_validator("command")
     @classmethod
