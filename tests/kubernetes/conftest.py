@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from k8s_cluster import NAMESPACE, Cluster, Ran
 from k8s_emulator import Emulator
-from k8s_schemas import CRD_FILES, builtin_validator, crds_available, errors_of
+from k8s_schemas import CRD_FILES, CRDS, builtin_validator, crds_available, errors_of
 from k8s_standin import CLAIMS, OperatorStandIn
 
 from kubebench.runner import execute, plan_experiment
@@ -24,14 +24,15 @@ from kubebench.store.store import open_store
 
 def _validators() -> dict:
     if not crds_available():
-        return {}
+        # Without validators the emulator would accept any custom resource: fail, never degrade silently.
+        pytest.fail(f"CRD schemas missing from {CRDS} (vendored in tests/data/crds; $KUBEBENCH_CRDS overrides)")
     keys = {(g, v, k.lower() + "s") for g, v, k in CRD_FILES}
     return {key: errors_of for key in keys} | {("batch", "v1", "jobs"): builtin_validator()[1]}
 
 
 @pytest.fixture
 def emulator():
-    """A started API emulator (validating custom resources against the CRDs when they are there)."""
+    """A started API emulator validating custom resources against the vendored CRDs."""
     emu = Emulator(_validators()).start()
     yield emu
     emu.stop()
