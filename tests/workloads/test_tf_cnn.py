@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import kubebench
+from kubebench.workloads.measure import REPLICA_LINE
 from kubebench.workloads.tf_cnn import cluster_position
 
 NO_TF = "TensorFlow is not installed: pip install 'kubebench[tensorflow]' (or run `make test-tensorflow`)"
@@ -58,3 +59,5 @@ def test_single_worker_reports_like_the_pytorch_workload(tmp_path: Path) -> None
     assert re.search(r"^Mode:\s+forward-only$", proc.stdout, re.MULTILINE)
     record = json.loads((tmp_path / "step_times.json").read_text())
     assert record["world_size"] == 1 and len(record["step_seconds"]) == 4
+    ((rank, size, _, own_rate),) = REPLICA_LINE.findall(proc.stdout)
+    assert (rank, size) == ("0", "1") and float(own_rate) == pytest.approx(metrics["images_per_sec"], rel=1e-9)
