@@ -185,12 +185,9 @@ def test_more_repeats_keep_the_ids_of_the_first_ones_for_resume() -> None:
     assert len(set(run_ids(more))) == 20
 
 
-def test_duplicate_parameter_values_do_not_give_duplicate_run_ids() -> None:
-    try:
-        plan = make_plan(spec(parameters={"batch": [16, 16]}), EXP, FP)
-    except PlanError:
-        return
-    assert len(set(run_ids(plan))) == len(plan.runs)
+def test_duplicate_parameter_values_are_refused_rather_than_giving_duplicate_run_ids() -> None:
+    with pytest.raises(PlanError, match=r"repeats the parameter point \{'batch': 16\}; list each value once"):
+        make_plan(spec(parameters={"batch": [16, 16]}), EXP, FP)
 
 
 def test_digest_is_stable_and_sized() -> None:
