@@ -105,6 +105,32 @@ def test_same_id_resumes_without_repeating_completed_runs(home: Path, write, tmp
     assert counter.read_text() == "x" * 9
 
 
+HEALING = """
+name: healing
+job:
+  command: [python, -c, "import os, sys, kubebench; open('COUNTER', 'a').write('{{ n }}'); kubebench.report(v={{ n }}); sys.exit(0 if {{ n }} == 1 or os.path.exists('HEALED') else 4)"]
+parameters:
+  n: [1, 2]
+repeats: 1
+metrics: [{name: v}]
+"""
+
+
+def test_resuming_redoes_a_failed_run_and_only_it(home: Path, write, tmp_path: Path) -> None:
+    counter, healed = tmp_path / "counter", tmp_path / "healed"
+    spec = write("spec.yaml", HEALING.replace("COUNTER", str(counter)).replace("HEALED", str(healed)))
+    first = invoke("run", str(spec), "--id", "heal-1")
+    assert first.exit_code == 1
+    assert counter.read_text() == "12"
+    healed.touch()
+    again = invoke("run", str(spec), "--id", "heal-1")
+    assert again.exit_code == 0, again.output
+    assert "1 already done" in again.output
+    assert counter.read_text() == "122"  # the failed run was redone, the succeeded one was not
+    runs = {r["params"]["n"]: r for r in json.loads(invoke("results", "heal-1", "-f", "json").output)}
+    assert {n: (r["status"], r["metrics"]["v"]) for n, r in runs.items()} == {1: ("succeeded", 1.0), 2: ("succeeded", 2.0)}
+
+
 def test_a_failed_run_is_recorded_and_the_sweep_goes_on(home: Path, write) -> None:
     spec = write("spec.yaml", """
         name: flaky
