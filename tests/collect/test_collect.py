@@ -64,6 +64,24 @@ def test_result_json_numbers_and_strings(ctx: RunContext) -> None:
         read_result_json(path)
 
 
+def test_result_json_booleans_nulls_and_nested_values_are_info_not_metrics(ctx: RunContext) -> None:
+    # Only numbers are metrics: true is not 1.0, null is not 0, and NaN or infinity are no measurement.
+    path = ctx.result / "result.json"
+    path.write_text('{"ok": true, "cached": false, "loss": null, "nested": {"a": 1}, "list": [1, 2],'
+                    ' "nan": NaN, "inf": "Infinity", "zero": 0, "neg": "-1.5e3"}')
+    numbers, info = read_result_json(path)
+    assert numbers == {"zero": 0.0, "neg": -1500.0}
+    assert info == {"ok": "true", "cached": "false", "loss": "null", "nested": '{"a": 1}', "list": "[1, 2]",
+                    "nan": "NaN", "inf": "Infinity"}
+
+
+def test_a_boolean_in_result_json_cannot_satisfy_a_required_metric(ctx: RunContext) -> None:
+    (ctx.result / "result.json").write_text(json.dumps({"passed": True}))
+    collected = collect(ctx, [], [MetricSpec(name="passed")])
+    assert collected.metrics == {} and collected.info == {"passed": "true"}
+    assert collected.error == "metric 'passed' missing from the run's outputs"
+
+
 def test_regex_select_modes(ctx: RunContext) -> None:
     (ctx.output / "worker-0.log").write_text("images/sec: 10.0\nimages/sec: 30.0\nimages/sec: 20.0\n")
     expected = {"first": 10.0, "last": 20.0, "mean": 20.0, "min": 10.0, "max": 30.0}
