@@ -10,8 +10,14 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 from support.skips import skip_allowed, under_ci
 from support.timing import time_factor
+
+# No per-example deadline anywhere: many properties do I/O (files, SQLite, subprocesses), and a slow
+# example on a busy machine is not a bug. Each test keeps its own max_examples.
+hypothesis_settings.register_profile("kubebench", deadline=None)
+hypothesis_settings.load_profile("kubebench")
 
 
 @pytest.hookimpl(trylast=True)

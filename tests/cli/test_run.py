@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
 import signal
 import subprocess
@@ -12,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+from support.timing import scaled, wait_for
 from typer.testing import CliRunner
 
 from kubebench.cli import app
@@ -149,22 +151,23 @@ def test_a_failed_run_is_recorded_and_the_sweep_goes_on(home: Path, write) -> No
 
 
 def test_missing_metric_and_timeout_are_failures(home: Path, write) -> None:
+    limit = math.ceil(scaled(5))  # time for the quick run to start Python on a busy machine
     spec = write("spec.yaml", """
         name: slow
         job:
           command: [python, -c, "import time; time.sleep({{ sleep }})"]
         parameters:
-          sleep: [0, 30]
-        timeout: 1s
+          sleep: [0, 600]
+        timeout: LIMITs
         metrics: [{name: never_reported}]
-    """)
+    """.replace("LIMIT", str(limit)))
     started = time.monotonic()
     result = invoke("run", str(spec), "--id", "slow-1")
     assert result.exit_code == 1
-    assert time.monotonic() - started < 15
+    assert time.monotonic() - started < 3 * limit  # the 600 s sleep was cut at the timeout
     runs = {r["params"]["sleep"]: r for r in json.loads(invoke("results", "slow-1", "-f", "json").output)}
     assert (runs[0]["status"], runs[0]["reason"]) == ("failed", "metric 'never_reported' missing from the run's outputs")
-    assert (runs[30]["status"], runs[30]["reason"]) == ("timeout", "timed out after 1s")
+    assert (runs[600]["status"], runs[600]["reason"]) == ("timeout", f"timed out after {limit}s")
 
 
 def test_warmup_runs_are_done_first_and_not_counted(home: Path, write, tmp_path: Path) -> None:
@@ -205,12 +208,9 @@ def test_ctrl_c_cancels_the_run_and_leaves_no_process(home: Path, write, tmp_pat
     env = {**os.environ, "KUBEBENCH_HOME": str(home)}
     proc = subprocess.Popen([sys.executable, "-m", "kubebench", "run", str(spec), "--id", "long-1"],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while not (pidfile.exists() and pidfile.read_text()) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    workload = int(pidfile.read_text())
+    workload = int(wait_for(lambda: pidfile.exists() and pidfile.read_text(), 60, "the workload's pid file"))
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=30)
+    out, err = proc.communicate(timeout=scaled(30))
     assert proc.returncode == 130, out + err
     assert "resume with --id long-1" in err
     assert "Traceback" not in err

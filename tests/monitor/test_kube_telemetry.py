@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass
 
 import pytest
+from support.timing import scaled
 
 from kubebench.monitor.config import TelemetryConfig
 from kubebench.monitor.promql import PrometheusError, Window, pod_telemetry, run_queries
@@ -61,7 +62,7 @@ def exporters(prometheus: PrometheusServer, exporter_port: int):
     registry = CollectorRegistry()
     registry.register(Exporters())
     server, _ = start_http_server(exporter_port, addr="127.0.0.1", registry=registry)
-    prometheus.wait_for(f'count_over_time(container_memory_working_set_bytes{{pod="kb-{RUN}-master-0"}}[1m]) > 6')
+    prometheus.wait_for(f'count_over_time(container_memory_working_set_bytes{{pod="kb-{RUN}-master-0"}}[1m]) > 6', scaled(30))
     yield
     server.shutdown()
     server.server_close()

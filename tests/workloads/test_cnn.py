@@ -12,11 +12,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.timing import scaled
 
 import kubebench
 from kubebench.workloads.measure import REPLICA_LINE
 
-TIMEOUT_S = 120
+TIMEOUT_S = scaled(120)
 METRIC = re.compile(r"^KUBEBENCH_METRIC (.*)$", re.MULTILINE)
 DIST_VARS = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE")
 

@@ -13,12 +13,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.timing import scaled
 
 import kubebench
 from kubebench.workloads.data import make_dataset
 from kubebench.workloads.measure import REPLICA_LINE
 
-TIMEOUT_S = 120
+TIMEOUT_S = scaled(120)
 DIST_VARS = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE")
 ROOT_OK = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMPI_MCA_hwloc_base_binding_policy": "none"}
 

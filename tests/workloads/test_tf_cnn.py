@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.timing import scaled
 
 import kubebench
 from kubebench.workloads.measure import REPLICA_LINE
@@ -49,7 +50,7 @@ def test_single_worker_reports_like_the_pytorch_workload(tmp_path: Path) -> None
     env.update(PYTHONPATH=src, KUBEBENCH_EXP_OUTPUT_PATH=str(tmp_path))
     cmd = [sys.executable, "-m", "kubebench.workloads.tf_cnn", "--batch-size", "4", "--steps", "3",
            "--warmup-steps", "1", "--forward-only"]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=scaled(180))
     assert proc.returncode == 0, proc.stderr[-3000:]
     (line,) = re.findall(r"^KUBEBENCH_METRIC (.*)$", proc.stdout, re.MULTILINE)
     metrics = {k: float(v) for k, v in (p.split("=", 1) for p in line.split())}
