@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -121,6 +122,34 @@ def test_command_failure_names_the_exit_code_and_stderr(ctx: RunContext) -> None
     config = CommandConfig(command=[sys.executable, "-c", "import sys; sys.exit('cannot parse log')"])
     with pytest.raises(PostprocessError, match="exited 1: cannot parse log"):
         CommandPostprocessor(config).run(ctx)
+
+
+def test_python_postprocessor_imports_from_the_spec_folder_first(ctx: RunContext, write, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # A fresh module name: an earlier import (another test, the same process) must not hide the path.
+    module = f"kbpost_{uuid.uuid4().hex}"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / f"{module}.py").write_text("def parse(ctx):\n    return {'from': 1}\n")
+    monkeypatch.syspath_prepend(str(elsewhere))  # a module of the same name earlier on the path
+    write(f"{module}.py", """
+        def parse(ctx):
+            return {"from": 2}
+
+        def listy(ctx):
+            return [1, 2]
+
+        def two_bad(ctx):
+            return {"x": "a", "y": None, "z": 3}
+    """)
+    assert PythonPostprocessor(PythonConfig(function=f"{module}:parse")).run(ctx) == {"from": 2.0}
+    with pytest.raises(PostprocessError) as listy:
+        PythonPostprocessor(PythonConfig(function=f"{module}:listy")).run(ctx)
+    assert str(listy.value) == f"{module}:listy returned list, expected a mapping"
+    with pytest.raises(PostprocessError) as bad:
+        PythonPostprocessor(PythonConfig(function=f"{module}:two_bad")).run(ctx)
+    assert str(bad.value) == f"{module}:two_bad: values of x, y are not finite numbers"
+    sys.modules.pop(module, None)
 
 
 def test_python_postprocessor_gets_the_context(ctx: RunContext, write) -> None:
