@@ -91,6 +91,12 @@ def test_regex_select_modes(ctx: RunContext) -> None:
         assert RegexPostprocessor(config).run(ctx) == {"ips": value}
 
 
+def test_regex_anchors_match_at_every_line_and_bad_bytes_are_replaced(ctx: RunContext) -> None:
+    (ctx.output / "launcher-0.log").write_bytes(b"start \xff\xfe\n  images/sec: 1.0\nimages/sec: 42.5\n")
+    config = RegexConfig(kind="regex", file="launcher-0.log", pattern=r"^images/sec: (?P<images_per_sec>[0-9.]+)")
+    assert RegexPostprocessor(config).run(ctx) == {"images_per_sec": 42.5}
+
+
 def test_regex_missing_file_is_a_postprocess_error(ctx: RunContext) -> None:
     config = RegexConfig(file="worker-9.log", pattern=r"(?P<x>\d+)")
     with pytest.raises(PostprocessError, match="cannot read output/worker-9.log"):
@@ -186,7 +192,7 @@ def test_collect_precedence_and_missing_metrics(ctx: RunContext) -> None:
 def test_collect_reports_a_failed_postprocessor(ctx: RunContext) -> None:
     config = RegexConfig(file="absent.log", pattern=r"(?P<x>\d+)")
     collected = collect(ctx, [config], [])
-    assert collected.error.startswith("post-processor 'regex' failed: cannot read output/absent.log")
+    assert collected.error == "post-processor 'regex' failed: cannot read output/absent.log: No such file or directory"
 
 
 def test_steady_state_metrics_from_step_times(ctx: RunContext) -> None:
@@ -200,6 +206,21 @@ def test_steady_state_metrics_from_step_times(ctx: RunContext) -> None:
     assert collected.metrics["steady_step_time"] == pytest.approx(0.1, rel=0.01)
     assert collected.metrics["steady_items_per_sec"] == pytest.approx(160, rel=0.01)
     assert "drifting" not in collected.info
+
+
+@pytest.mark.parametrize(("fields", "items"), [
+    ({"items_per_step": 50, "batch_size": 8, "world_size": 2}, 50),  # the workload's own count wins
+    ({"items_per_step": 0.5}, 0.5),
+    ({"batch_size": 8}, None),  # half of the stand-in is no stand-in
+    ({"world_size": 2}, None),
+    ({"items_per_step": 0}, None),
+    ({"items_per_step": -4}, None),
+])
+def test_items_per_step_give_the_steady_rate_only_when_known_and_positive(ctx: RunContext, fields: dict,
+                                                                           items: float | None) -> None:
+    (ctx.output / "step_times.json").write_text(json.dumps({"step_seconds": [0.1] * 30, **fields}))
+    metrics = collect(ctx, [], []).metrics
+    assert metrics.get("steady_items_per_sec") == (None if items is None else pytest.approx(items / 0.1))
 
 
 def test_drift_within_a_run_is_flagged(ctx: RunContext) -> None:
