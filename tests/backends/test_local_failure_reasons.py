@@ -193,3 +193,24 @@ def test_a_killed_replica_whose_log_names_the_allocation_loses_the_question_mark
         "launcher-0 out of memory (MemoryError): killed by signal SIGKILL"
     assert with_oom("worker-1 exited with code 137 (killed by signal SIGKILL: out of memory?)", tail) == \
         "worker-1 out of memory (MemoryError): exited with code 137"
+
+
+@pytest.mark.parametrize(("returncode", "code"), [(0, 0), (3, 3), (-9, 137), (-15, 143), (255, 255)])
+def test_exit_codes_as_a_shell_reports_them(returncode: int, code: int) -> None:
+    from kubebench.backends.reasons import exit_code
+
+    assert exit_code(returncode) == code
+
+
+@pytest.mark.parametrize(("returncode", "reason"), [
+    (0, "exited with code 0"),
+    (-99, "killed by signal 99"),  # no such signal here: its number
+    (128, "exited with code 128"),
+    (129, "exited with code 129 (killed by signal SIGHUP?)"),
+    (192, "exited with code 192 (killed by signal SIGRTMAX?)"),
+    (193, "exited with code 193"),
+])
+def test_exit_reasons_at_the_edges(returncode: int, reason: str) -> None:
+    from kubebench.backends.reasons import exit_reason
+
+    assert exit_reason(returncode) == reason

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 import uuid
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 
 from kubebench import report
 from kubebench.collect.context import RunContext
+from kubebench.collect.mllog import MllogConfig
 from kubebench.collect.metrics import collect, metrics_from_logs, parse_metric_lines, read_result_json
 from kubebench.collect.postprocess import (
     CommandConfig,
@@ -130,6 +132,37 @@ def test_command_failure_names_the_exit_code_and_stderr(ctx: RunContext) -> None
         CommandPostprocessor(config).run(ctx)
 
 
+@pytest.mark.parametrize("python", ["python", "python3"])
+def test_command_runs_our_python_in_the_spec_folder_with_the_environment(ctx: RunContext, write, python: str,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KB_TEST_INHERITED", "yes")
+    write("where.py", """
+        import os, sys
+        print("exe", sys.executable, "cwd", os.getcwd(), "inherited", os.environ.get("KB_TEST_INHERITED"))
+        print("run", os.environ["KUBEBENCH_EXP_OUTPUT_PATH"], file=sys.stderr)
+        print("KUBEBENCH_METRIC n=1 n=2")
+    """)
+    assert CommandPostprocessor(CommandConfig(command=[python, "where.py"])).run(ctx) == {"n": 2.0}
+    log = (ctx.output / "postprocess.log").read_text()
+    assert f"exe {sys.executable} cwd {ctx.workdir} inherited yes\n" in log  # stdout, then stderr
+    assert log.endswith(f"run {ctx.output}\n")
+
+
+def test_command_failures_say_which_command_and_how(ctx: RunContext) -> None:
+    noisy = "import sys\nfor i in range(5): print('line', i, file=sys.stderr)\nsys.exit(2)"
+    with pytest.raises(PostprocessError) as failed:
+        CommandPostprocessor(CommandConfig(command=[sys.executable, "-c", noisy])).run(ctx)
+    assert str(failed.value) == f"command {sys.executable} -c {shlex.quote(noisy)} exited 2: line 2 | line 3 | line 4"
+    quiet = "print('only stdout'); raise SystemExit(3)"
+    with pytest.raises(PostprocessError, match=r" exited 3: only stdout$"):
+        CommandPostprocessor(CommandConfig(command=[sys.executable, "-c", quiet])).run(ctx)
+    with pytest.raises(PostprocessError, match=r"^command 'kb-no-such-program': No such file or directory$"):
+        CommandPostprocessor(CommandConfig(command=["kb-no-such-program"])).run(ctx)
+    with pytest.raises(PostprocessError, match=r"^command '.*python[0-9.]*': Command .* timed out after 1(\.0)? seconds$"):
+        CommandPostprocessor(CommandConfig(command=[sys.executable, "-c", "import time; time.sleep(60)"],
+                                           timeout="1s")).run(ctx)
+
+
 def test_python_postprocessor_imports_from_the_spec_folder_first(ctx: RunContext, write, tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     # A fresh module name: an earlier import (another test, the same process) must not hide the path.
@@ -206,6 +239,11 @@ def test_steady_state_metrics_from_step_times(ctx: RunContext) -> None:
     assert collected.metrics["steady_step_time"] == pytest.approx(0.1, rel=0.01)
     assert collected.metrics["steady_items_per_sec"] == pytest.approx(160, rel=0.01)
     assert "drifting" not in collected.info
+
+
+def test_a_plugin_naming_itself_in_its_error_is_named_once(ctx: RunContext) -> None:
+    collected = collect(ctx, [MllogConfig()], [])
+    assert collected.error == "post-processor 'mllog' failed: no :::MLLOG lines in any replica log of output/"
 
 
 @pytest.mark.parametrize(("fields", "items"), [

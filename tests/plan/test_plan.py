@@ -226,8 +226,9 @@ def test_experiment_id_uses_the_current_time_by_default() -> None:
 
 
 def test_experiment_id_suffix_is_random() -> None:
-    ids = {new_experiment_id("x", now=STAMP_TIME) for _ in range(20)}
+    ids = {new_experiment_id("x", now=STAMP_TIME) for _ in range(300)}
     assert len(ids) > 1
+    assert all(re.fullmatch(r"x-\d{12}-[a-z0-9]{4}", i) for i in ids)  # DNS-1123 characters only
 
 
 @pytest.mark.parametrize(
