@@ -42,3 +42,19 @@ def test_no_metrics_declared_asks_for_one_by_name(spec_text: str) -> None:
     assert record.declared_metrics() == [] and record.primary_metric() is None
     with pytest.raises(SpecError, match=r"^experiment 'exp-1' declares no metrics: choose one with --metric$"):
         record.metric_goal(None)
+
+
+def test_trial_results_count_runs_by_state_and_keep_succeeded_metrics_in_order() -> None:
+    from kubebench.store.records import json_objects, trial_results
+
+    rows = [("t1", "succeeded", '{"v": 1}'), ("t1", "failed", None), ("t2", "succeeded", '{"v": 2}'),
+            ("t1", "succeeded", '{"v": 3}'), ("t3", "failed", None), ("t1", "failed", None)]
+    found = trial_results(rows, {"t1": {"n": 1}, "t2": {"n": 2}})
+    assert [(t.trial_id, t.params, t.runs_by_status, t.metrics) for t in found] == [
+        ("t1", {"n": 1}, {"succeeded": 2, "failed": 2}, [{"v": 1}, {"v": 3}]),
+        ("t2", {"n": 2}, {"succeeded": 1}, [{"v": 2}]),
+        ("t3", {}, {"failed": 1}, []),  # a trial without parameters recorded
+    ]
+    # psycopg hands JSON columns over parsed; SQLite as text; null is no metrics
+    assert json_objects([{"a": 1}, '{"b": 2}', None]) == [{"a": 1}, {"b": 2}, {}]
+    assert json_objects(['{"b": 2}', None]) == [{"b": 2}, {}]
