@@ -14,7 +14,7 @@ import pytest
 from k8s_cluster import NAMESPACE, Cluster, Ran
 from k8s_emulator import Emulator
 from k8s_kueue import Kueue
-from k8s_schemas import CRD_FILES, crds_available, field_check, prune
+from k8s_schemas import CRD_FILES, CRDS, crds_available, field_check, prune
 from k8s_standin import CLAIMS, OperatorStandIn
 
 from kubebench.runner import execute, plan_experiment
@@ -29,9 +29,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _checkers(trainer: str = "2.3") -> dict:
-    """Schema checks per resource: the CRDs (when there) and the built-in kinds kubebench creates."""
+    """Schema checks per resource: the vendored CRDs and the built-in kinds kubebench creates."""
+    if not crds_available():
+        # Without validators the emulator would accept any custom resource: fail, never degrade silently.
+        pytest.fail(f"CRD schemas missing from {CRDS} (vendored in tests/data/crds; $KUBEBENCH_CRDS overrides)")
     builtin = {("batch", "v1", "jobs"), ("", "v1", "pods"), ("apps", "v1", "deployments")}
-    keys = {(g, v, k.lower() + "s") for g, v, k in CRD_FILES} if crds_available() else set()
+    keys = {(g, v, k.lower() + "s") for g, v, k in CRD_FILES}
     return {key: (lambda doc, t=trainer: field_check(doc, t)) for key in keys | builtin}
 
 
@@ -42,7 +45,7 @@ def _options(request: pytest.FixtureRequest) -> dict:
 
 @pytest.fixture
 def emulator(request: pytest.FixtureRequest):
-    """A started API emulator checking objects against the real schemas (the CRDs when they are there)."""
+    """A started API emulator checking objects against the vendored schemas (CRDs and built-in kinds)."""
     emu = Emulator(_checkers(_options(request).get("trainer", "2.3")), prune).start()
     yield emu
     emu.stop()

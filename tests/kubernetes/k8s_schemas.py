@@ -1,4 +1,4 @@
-"""The schemas manifests are checked against: the real Kubeflow CRDs in ``../shared/crds/`` and, for
+"""The schemas manifests are checked against: the real Kubeflow CRDs in ``tests/data/crds/`` and, for
 the built-in kinds (batch/v1 Job, RBAC, PVC …), the Kubernetes OpenAPI schema.
 
 CRD schemas are applied as a server does with ``fieldValidation=Strict``: an object schema that
@@ -22,7 +22,8 @@ from typing import Any, Callable
 import jsonschema
 import yaml
 
-CRDS = Path(os.environ.get("KUBEBENCH_CRDS", Path(__file__).resolve().parents[3] / "shared" / "crds"))
+# Vendored with the tests (upstream files byte for byte; SOURCES.md there records repository, tag and sha256).
+CRDS = Path(os.environ.get("KUBEBENCH_CRDS") or Path(__file__).resolve().parents[1] / "data" / "crds")
 CRD_FILES = {
     ("kubeflow.org", "v1", "PyTorchJob"): "kubeflow.org_pytorchjobs.yaml",
     ("kubeflow.org", "v1", "TFJob"): "kubeflow.org_tfjobs.yaml",
@@ -37,7 +38,7 @@ Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def crds_available() -> bool:
-    """Whether the CRD folder is there (it sits beside the repository)."""
+    """Whether every CRD file is in the CRD folder (vendored in tests/data/crds)."""
     return all((CRDS / f).is_file() for f in CRD_FILES.values())
 
 

@@ -1,5 +1,5 @@
 """Every manifest kubebench can produce for Kubernetes validates against the real schemas: the CRDs
-in ``../shared/crds/`` (served version, strict) and, for batch/v1 Job and the deploy manifests, the
+in ``tests/data/crds/`` (served version, strict) and, for batch/v1 Job and the deploy manifests, the
 Kubernetes OpenAPI schema. Also: what the backend adds to every pod (claim, service account …)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from k8s_schemas import builtin_validator, crds_available, errors_of
+from k8s_schemas import builtin_validator, errors_of
 from typer.testing import CliRunner
 
 from kubebench.cli import app
@@ -19,8 +19,6 @@ from kubebench.render import kinds
 from kubebench.runner import make_backend, plan_experiment
 from kubebench.settings import settings
 from kubebench.spec.load import load_spec
-
-pytestmark = pytest.mark.skipif(not crds_available(), reason="../shared/crds is not there")
 
 EXP = "bench-202401010000-abcd"
 BACKEND = """backend:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from support.timing import scaled
 
 from kubebench.backends.base import PodTelemetry
 from kubebench.monitor.config import TelemetryConfig
@@ -61,7 +62,7 @@ def exporters(prometheus: PrometheusServer, exporter_port: int):
     registry = CollectorRegistry()
     registry.register(Exporters())
     server, _ = start_http_server(exporter_port, addr="127.0.0.1", registry=registry)
-    prometheus.wait_for(f'count_over_time(container_memory_working_set_bytes{{pod="kb-{RUN}-master-0"}}[1m]) > 6')
+    prometheus.wait_for(f'count_over_time(container_memory_working_set_bytes{{pod="kb-{RUN}-master-0"}}[1m]) > 6', scaled(30))
     yield
     server.shutdown()
     server.server_close()

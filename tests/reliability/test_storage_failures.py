@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from reliability_support import Cli
+from support.timing import scaled
 
 SPEC = """
 name: disk
@@ -49,7 +50,7 @@ def limited(cli: Cli, file_size: int, *args: str) -> subprocess.CompletedProcess
         from kubebench.cli import main
         main()
     """)
-    return subprocess.run([sys.executable, "-c", code], env=cli.env, text=True, capture_output=True, timeout=120)
+    return subprocess.run([sys.executable, "-c", code], env=cli.env, text=True, capture_output=True, timeout=scaled(120))
 
 
 def assert_one_clear_line(done: subprocess.CompletedProcess, *expected: str) -> None:
