@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 from k8s_cluster import Cluster
-from k8s_emulator import ApiError
 
 
 def spec(code: str, kind: str = "PyTorchJob", workers: int = 1, extra: str = "", metrics: str = "[{name: v}]") -> str:

@@ -13,7 +13,6 @@ from k8s_schemas import builtin_validator, errors_of
 from typer.testing import CliRunner
 
 from kubebench.cli import app
-from kubebench.deploy import manifests as deploy_manifests
 from kubebench.errors import SpecError
 from kubebench.render import kinds
 from kubebench.runner import make_backend, plan_experiment
