@@ -16,7 +16,7 @@ import urllib.request
 from dataclasses import dataclass
 
 from ..errors import KubebenchError
-from .config import TelemetryConfig
+from ..spec.telemetry import TelemetryConfig
 from .sampler import Sample
 
 _CONTAINERS = 'container!="", container!="POD"'  # pod-level and pause-container series double count

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..backends.base import PodTelemetry, ProcessTelemetry, TelemetrySource
 from ..errors import KubebenchError
-from .config import TelemetryConfig
+from ..spec.telemetry import TelemetryConfig
 from .live import LIVE
 from .sampler import Sample, Sampler
 

@@ -12,7 +12,7 @@ from typing import Annotated, Literal, Union
 from pydantic import AfterValidator, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 from .. import METRIC_NAME, registry
-from ..monitor.config import TelemetryConfig
+from .telemetry import TelemetryConfig
 from .base import Model, parse_duration
 
 JOB_KINDS = ("Process", "PyTorchJob", "TFJob", "MPIJob", "TrainJob", "Job")
