@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from typing import Literal
 
 #: Relative change below which a difference is noise: ``compare`` calls two experiments ``unchanged``
 #: only when the ratio's whole CI lies within 1 ± this (see :mod:`kubebench.analyse.compare`).
@@ -16,9 +17,11 @@ COMPARE_THRESHOLD = 0.02
 #: Significance level of the one-sided tests behind ``improved`` / ``regressed``.
 COMPARE_ALPHA = 0.05
 
-GOALS = ("maximize", "minimize")
+#: Whether larger or smaller values of a metric are better.
+Goal = Literal["maximize", "minimize"]
+GOALS: tuple[Goal, ...] = ("maximize", "minimize")
 #: The goal of a metric that declares none (throughputs are the common case).
-DEFAULT_GOAL = "maximize"
+DEFAULT_GOAL: Goal = "maximize"
 
 #: Replica types in rank order: the one holding rank 0 (master, chief, launcher) first. Lower case;
 #: Kubeflow's capitalised replica types (``Master``, ``Worker``) are ranked by their lower-case name.
@@ -41,10 +44,10 @@ def primary_metric(declared: Sequence[Mapping[str, object]]) -> str | None:
     return str(chosen["name"]) if chosen else None
 
 
-def metric_goal(declared: Sequence[Mapping[str, object]], name: str) -> str:
+def metric_goal(declared: Sequence[Mapping[str, object]], name: str) -> Goal:
     """The goal declared for ``name``, else :data:`DEFAULT_GOAL`."""
     goal = next((m.get("goal") for m in declared if m.get("name") == name), None)
-    return str(goal) if goal in GOALS else DEFAULT_GOAL
+    return next((g for g in GOALS if g == goal), DEFAULT_GOAL)
 
 
 def worker_parameters(names: Sequence[str]) -> list[str]:

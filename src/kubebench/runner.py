@@ -129,14 +129,15 @@ def _execute(experiment: Experiment, store: Store, progress: Progress, width: in
 
     run_all(todo)
     if experiment.adaptive is not None:
-        _adaptive_rounds(experiment, store, record, progress, run_all)
+        _adaptive_rounds(experiment, experiment.adaptive, store, record, progress, run_all)
 
 
-def _adaptive_rounds(experiment: Experiment, store: Store, record: ExperimentRecord, progress: Progress,
-                     run_all: Callable[[list[Run]], None]) -> None:
+def _adaptive_rounds(experiment: Experiment, policy: AdaptiveRepeats, store: Store, record: ExperimentRecord,
+                     progress: Progress, run_all: Callable[[list[Run]], None]) -> None:
     """Add rounds of runs to the trials whose primary metric's CI is still too wide."""
-    plan, policy = experiment.plan, experiment.adaptive
-    metric = experiment.loaded.spec.primary_metric.name  # the spec model guarantees one
+    plan, primary = experiment.plan, experiment.loaded.spec.primary_metric
+    assert primary is not None  # the spec model refuses adaptive repeats without metrics
+    metric = primary.name
     repeat = max((r.repeat for r in plan.runs if not r.warmup), default=-1) + 1
     while True:
         counted = [r for r in store.runs(plan.experiment_id) if not r.warmup]

@@ -119,6 +119,10 @@ def test_the_workers_parameter_is_found_by_name() -> None:
     assert workers_parameter(gpus, "ips") == "num_gpus"
     ((rest, points),) = scaling(gpus, "ips")
     assert rest == {"batch": 8} and [p.efficiency for p in points] == [1.0, 1.0]
+    for bad in ("two", 1.5):  # neither a ValueError traceback nor 1.5 workers counted as 1
+        with pytest.raises(SpecError, match=f"parameter 'workers' must hold whole numbers of workers, got {bad!r}"):
+            scaling(runs({"a": {"workers": 1}, "b": {"workers": bad}}), "ips")
+    assert [p.workers for _, ps in scaling(runs({"a": {"workers": "1"}, "b": {"workers": 2.0}}), "ips") for p in ps] == [1, 2]
     with pytest.raises(SpecError, match="no swept parameter holds a number of workers .*swept: batch"):
         workers_parameter(runs({"a": {"batch": 8}, "b": {"batch": 16}}), "ips")
     with pytest.raises(SpecError, match=r"several swept parameters .*\(workers, nodes\)"):

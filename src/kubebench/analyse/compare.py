@@ -48,16 +48,15 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from scipy import special, stats
 
 from kubebench.analyse.stats import NAN, Summary, _json_number, bootstrap_median_ratio, scaled_together, summarize
 from kubebench.errors import SpecError
-from kubebench.rules import COMPARE_ALPHA, COMPARE_THRESHOLD, GOALS
+from kubebench.rules import COMPARE_ALPHA, COMPARE_THRESHOLD, GOALS, Goal
 
-Goal = Literal["maximize", "minimize"]
 Verdict = Literal["improved", "regressed", "unchanged", "inconclusive"]
 
 
@@ -78,9 +77,9 @@ class Comparison:
     #: Why this verdict, in words (e.g. "no significant change; the CI -66% … +7% reaches beyond ±2%").
     reason: str = ""
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> dict[str, Any]:
         """Plain dict for JSON; nan becomes ``None``."""
-        data: dict[str, object] = {
+        data: dict[str, Any] = {
             f.name: _json_number(getattr(self, f.name)) for f in dataclasses.fields(self)
         }
         data["base"] = self.base.to_dict()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ..errors import SpecError
 from ..rules import COMPARE_THRESHOLD, worker_parameters
@@ -50,11 +51,11 @@ class TrialComparison:
             return f"every candidate run of the trial failed ({self.failed[1]})"
         return f"no candidate run of the trial has {self.metric!r}"
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> dict[str, Any]:
         """The JSON form: ``params``, ``metric``, ``base``, ``candidate``, ``ratio``, ``ratio_ci``, ``p_value``,
         ``verdict``, ``reason``, ``missing``…"""
         data = {"params": self.params, "metric": self.metric, **self.comparison.to_dict(), "missing": self.missing}
-        data["base"]["failed"], data["candidate"]["failed"] = self.failed  # type: ignore[index]
+        data["base"]["failed"], data["candidate"]["failed"] = self.failed
         return data
 
 
@@ -153,5 +154,14 @@ def scaling(runs: Sequence[RunRecord], metric: str, workers_param: str | None = 
                             f"parameters: {', '.join(trial.params) or 'none'}")
         rest = {k: v for k, v in trial.params.items() if k != workers_param}
         entry = groups.setdefault(params_key(rest), (rest, {}))
-        entry[1][int(trial.params[workers_param])] = trial.values
+        entry[1][_worker_count(workers_param, trial.params[workers_param])] = trial.values
     return [(rest, scaling_efficiency(by_workers)) for rest, by_workers in groups.values()]
+
+
+def _worker_count(name: str, value: object) -> int:
+    """A trial's number of workers; SpecError when its parameter holds no whole number."""
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and float(value).is_integer():
+        return int(value)
+    raise SpecError(f"parameter {name!r} must hold whole numbers of workers, got {value!r}")

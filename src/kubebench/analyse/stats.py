@@ -20,12 +20,13 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
     import numpy as np
 
 NAN = float("nan")
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,7 @@ def summarize(values: Iterable[float], *, failed: int = 0, confidence: float = 0
     failed += len(raw) - len(x)
     n = len(x)
     if n == 0:
-        return Summary(0, failed, *([NAN] * 10), confidence=confidence)
+        return Summary(0, failed, *((NAN,) * 10), confidence=confidence)
     x.sort()  # one sort gives median, min, max and the olympic mean
     mean = _mean(x)
     stdev = _stdev(x, mean) if n >= 2 else NAN
@@ -230,8 +231,8 @@ def _fsum(values: list[float]) -> float:
 
 
 def bootstrap_median_ratio(
-    numerator: Sequence[float],
-    denominator: Sequence[float],
+    numerator: Sequence[float] | np.ndarray,
+    denominator: Sequence[float] | np.ndarray,
     *,
     confidence: float = 0.95,
     resamples: int = 2000,
@@ -315,7 +316,7 @@ def _relative(part: float, whole: float) -> float:
     return part / abs(whole)
 
 
-def _json_number(value: object) -> object:
+def _json_number(value: _T) -> _T | None:
     """nan/inf → None so that json.dumps writes valid JSON."""
     if isinstance(value, float) and not math.isfinite(value):
         return None

@@ -159,7 +159,7 @@ def _scaling_point(
     return ScalingPoint(int(n), summary, speedup, speedup / ideal, ci, baseline.workers)
 
 
-def _finite(values: Sequence[float]) -> np.ndarray:
+def _finite(values: Sequence[float] | np.ndarray) -> np.ndarray:
     """The finite values, as summarize counts them."""
     x = np.asarray(values, dtype=float).ravel()
     return x[np.isfinite(x)]

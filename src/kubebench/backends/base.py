@@ -23,7 +23,10 @@ from ..spec.base import PluginConfig
 
 JobPhase = Literal["queued", "running", "succeeded", "failed"]
 Final = Literal["succeeded", "failed", "timeout", "cancelled"]
+#: A backend's handle of one job it started (``LocalJob``, ``KubeJob``).
 H = TypeVar("H")
+#: A backend's options, as the spec's ``backend:`` gives them (``LocalConfig``, ``KubernetesConfig``).
+C = TypeVar("C", bound=PluginConfig)
 
 if TYPE_CHECKING:
     from ..render.job import RenderedJob
@@ -83,8 +86,11 @@ class PodTelemetry:
 TelemetrySource = Union[ProcessTelemetry, PodTelemetry]
 
 
-class Backend(ABC, Generic[H]):
-    """A place jobs run. Subclasses implement the verbs; the wait loop is shared."""
+class Backend(ABC, Generic[H, C]):
+    """A place jobs run. Subclasses implement the verbs; the wait loop is shared.
+
+    Typed over its job handle ``H`` and its options ``C`` (the class it names as ``Config``).
+    """
 
     Config: ClassVar[type[PluginConfig]]
     #: Wait-loop polling: first interval, growth factor and cap, in seconds.
@@ -92,8 +98,8 @@ class Backend(ABC, Generic[H]):
     poll_factor: ClassVar[float] = 1.5
     poll_max: ClassVar[float] = 1.0
 
-    def __init__(self, config: PluginConfig) -> None:
-        self.config = config
+    def __init__(self, config: C) -> None:
+        self.config: C = config
         self._interrupted = threading.Event()
 
     @abstractmethod

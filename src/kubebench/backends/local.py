@@ -69,7 +69,7 @@ class LocalJob:
     escaped: list[str] = field(default_factory=list)
 
 
-class LocalBackend(Backend[LocalJob]):
+class LocalBackend(Backend[LocalJob, LocalConfig]):
     """Runs replicas as process groups on this machine; stops them all on cancel or timeout."""
 
     Config = LocalConfig

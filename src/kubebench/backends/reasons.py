@@ -43,11 +43,11 @@ def exit_reason(returncode: int) -> str:
         name = signal_name(-returncode) or str(-returncode)
         hint = f" ({OOM_HINT})" if -returncode == signal.SIGKILL else ""
         return f"killed by signal {name}{hint}"
-    name = signal_name(returncode - 128) if 128 < returncode < 128 + 65 else None
-    if name == "SIGKILL":
+    guess = signal_name(returncode - 128) if 128 < returncode < 128 + 65 else None
+    if guess == "SIGKILL":
         return f"exited with code {returncode} (killed by signal SIGKILL: {OOM_HINT})"
-    if name:
-        return f"exited with code {returncode} (killed by signal {name}?)"
+    if guess:
+        return f"exited with code {returncode} (killed by signal {guess}?)"
     return f"exited with code {returncode}"
 
 

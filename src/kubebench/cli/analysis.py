@@ -7,12 +7,15 @@ import sys
 from collections.abc import Sequence
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from ..rules import COMPARE_THRESHOLD
 from . import StoreOpt, app, expected_errors, make_console
+
+if TYPE_CHECKING:
+    from ..rules import Goal
 
 MetricOpt = Annotated[Optional[str], typer.Option("--metric", "-m", metavar="NAME",
                                                   help="Metric to analyse (default: the primary one).")]
@@ -30,7 +33,7 @@ def _open(store: Optional[str]):
     return open_store(settings(store).store_url)
 
 
-def metric_of(record, metric: Optional[str], *experiments) -> tuple[str, str, str]:
+def metric_of(record, metric: Optional[str], *experiments) -> tuple[str, Goal, str]:
     """(name, goal, unit) of ``metric`` (default: the primary one) of ``record``'s spec; exit 2 naming the
     metrics there are when no run of ``experiments`` has it and the spec does not declare it."""
     from ..analyse.checks import check_metric, metric_names
@@ -90,7 +93,7 @@ def compare(
         make_console().print(comparison_table(rows, base, candidate, unit, params_split([r.params for r in base_runs])[0],
                                               params_split([r.params for r in candidate_runs])[0]))
     _warn_environments(db, base, candidate)
-    if gate:
+    if fail_on and gate:
         gated = rows if gate[0] == name else compare_experiments(
             base_runs, candidate_runs, gate[0], base_record.metric_goal(gate[0])[1], threshold)
         _gate(gated, fail_on, gate[1])

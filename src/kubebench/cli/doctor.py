@@ -18,13 +18,14 @@ def doctor(spec: SpecArg, params: ParamsOpt = None, set_: SetOpt = None, backend
     """Check that the spec's jobs can run where its backend runs them: on Kubernetes the cluster, the
     namespace, the job kinds served, every permission used, the claim (bound, and the one a pod sees)
     and the Kueue queue. Exits 2 when a check fails."""
+    from ..plan.plan import Run
     from ..runner import make_backend, plan_experiment
     from ..settings import settings
 
     loaded = with_overrides(load_args(spec, params, set_), backend)
     experiment = plan_experiment(loaded, settings(), "doctor")
     chosen = make_backend(loaded)
-    first = {}
+    first: dict[str, Run] = {}
     for run in experiment.plan.runs:
         first.setdefault(run.trial.id, run)
     try:

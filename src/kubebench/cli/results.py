@@ -198,7 +198,7 @@ def results(
         print_results(make_console(), db, experiment_id, metric or (), telemetry)
         return
     runs = db.runs(experiment_id, logs=False)
-    if format is ResultFormat.parquet:
+    if format is ResultFormat.parquet and output is not None:  # (without -o: refused above)
         from ..present.parquet import write_parquet
 
         write_parquet(runs, output)

@@ -120,7 +120,7 @@ def render(
 
     experiment = plan_experiment(with_overrides(load_args(spec, params, set_), backend), settings(store),
                                  experiment_id, repeats)
-    backend = make_backend(experiment.loaded)
+    target = make_backend(experiment.loaded)
     per_trial: dict[str, int] = {}
     for run in experiment.plan.runs:
         per_trial[run.trial.id] = per_trial.get(run.trial.id, 0) + 1
@@ -129,7 +129,7 @@ def render(
         first = not run.warmup and run.repeat == 0
         if not all_runs and not first:
             continue
-        job = experiment.render(run, backend)
+        job = experiment.render(run, target)
         note = f" (of {per_trial[run.trial.id]} runs; the others differ only in run id and repeat)" \
             if not all_runs and per_trial[run.trial.id] > 1 else ""
         documents.append(f"# run {run.id}: {_one_line(run.label)}{note}\n" + dump_yaml(job.manifest))

@@ -79,7 +79,7 @@ def parse_events(lines) -> list[Event]:
 
 def summarize(events: list[Event], target: Optional[float] = None, accuracy_key: str = "eval_accuracy") -> dict[str, float]:
     """The metrics described in the module's docstring."""
-    first = {}
+    first: dict[str, Event] = {}
     for e in events:
         first.setdefault(e.key, e)
     stops = [e for e in events if e.key == "run_stop"]
@@ -93,8 +93,7 @@ def summarize(events: list[Event], target: Optional[float] = None, accuracy_key:
             metrics["time_to_train"] = metrics["run_duration"]
     if "init_start" in first and "init_stop" in first:
         metrics["init_time"] = first["init_stop"].time_s - first["init_start"].time_s
-    evals = [(e, to_number(e.value)) for e in events if e.key == accuracy_key]
-    evals = [(e, v) for e, v in evals if v is not None]
+    evals = [(e, v) for e in events if e.key == accuracy_key and (v := to_number(e.value)) is not None]
     if evals:
         metrics.update(eval_accuracy=evals[-1][1], best_eval_accuracy=max(v for _, v in evals), evals=float(len(evals)))
         if target is not None:

@@ -19,7 +19,7 @@ import sys
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO, Literal, TextIO, Union
+from typing import TYPE_CHECKING, BinaryIO, Literal, TextIO, Union
 
 from pydantic import field_validator
 
@@ -28,6 +28,9 @@ from ..errors import PostprocessError
 from ..spec.base import PluginConfig, parse_duration
 from .context import RunContext
 from .metrics import METRIC_NAME, parse_metric_lines, to_number
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
 
 
 class RegexConfig(PluginConfig):
@@ -112,12 +115,11 @@ class _Selected:
     """First, last, min, max and mean of a stream of values, without keeping them."""
 
     def __init__(self) -> None:
-        self.first: float | None = None
-        self.last = self.total = 0.0
+        self.first = self.last = self.total = 0.0
         self.count, self.low, self.high = 0, math.inf, -math.inf
 
     def add(self, value: float) -> None:
-        self.first = value if self.first is None else self.first
+        self.first = value if self.count == 0 else self.first
         self.last, self.total, self.count = value, self.total + value, self.count + 1
         self.low, self.high = min(self.low, value), max(self.high, value)
 
@@ -203,9 +205,10 @@ class _Limited(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer: memoryview) -> int:
-        data = self.f.read(min(len(buffer), self.left))
-        buffer[: len(data)] = data
+    def readinto(self, buffer: WriteableBuffer) -> int:
+        view = memoryview(buffer).cast("B")
+        data = self.f.read(min(len(view), self.left))
+        view[: len(data)] = data
         self.left -= len(data)
         return len(data)
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from typing import Any
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Column
 
 from ..plan.plan import Plan, Run
@@ -25,7 +27,7 @@ class RichProgress:
             BarColumn(bar_width=20), MofNCompleteColumn(), TextColumn("[red]{task.fields[failed]}"),
             TimeElapsedColumn(), console=console, transient=False, expand=True,
         )
-        self.task = None
+        self.task: TaskID | None = None  # the bar's one task, from ``started`` on
         self.failed = 0
 
     def __enter__(self) -> "RichProgress":
@@ -45,21 +47,25 @@ class RichProgress:
 
     def added(self, runs: int) -> None:
         """Adaptive repeats planned more runs."""
-        self.bar.update(self.task, total=self.bar.tasks[0].total + runs)
+        self._update(total=(self.bar.tasks[0].total or 0) + runs)
 
     def run_started(self, run: Run) -> None:
         """Show which run is in flight."""
-        self.bar.update(self.task, description=_escape_markup(safe_line(run.label)))
+        self._update(description=_escape_markup(safe_line(run.label)))
 
     def run_finished(self, run: Run, result: RunResult) -> None:
         """Advance; say why a run failed."""
         if result.status != "succeeded":
             self.failed += 1
-        self.bar.update(self.task, advance=1, failed=f"✗ {self.failed}" if self.failed else "")
+        self._update(advance=1, failed=f"✗ {self.failed}" if self.failed else "")
         if result.status != "succeeded":
             line = cell("✗ ", style="red")
             line.append(safe_line(f"{run.label}: {result.status}: {result.reason}"))
             self.console.print(line)
+
+    def _update(self, **changes: Any) -> None:
+        if self.task is not None:  # the runner calls ``started`` before any other callback
+            self.bar.update(self.task, **changes)
 
 
 def _escape_markup(text: str) -> str:

@@ -105,7 +105,7 @@ def scaling_table(groups: Sequence[tuple[dict[str, object], list[ScalingPoint]]]
         for p in points:
             ci = "–" if any(math.isnan(v) for v in p.efficiency_ci) else \
                 f"{p.efficiency_ci[0]:.0%}–{p.efficiency_ci[1]:.0%}"
-            row: list[RenderableType] = [cell(param_of(rest, name)) for name in swept] + [str(p.workers)]
+            row: list[RenderableType] = [*(cell(param_of(rest, name)) for name in swept), str(p.workers)]
             if threads is not None:
                 row.append(cell(threads.get((params_key(rest), p.workers), "?")))
             row += [short(p.throughput.median, unit), _ratio(p.speedup), percent(p.efficiency), ci]

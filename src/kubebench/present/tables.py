@@ -48,7 +48,7 @@ class TitledTable(Table):
             self.title, self.caption = title, caption
 
 
-def new_table(title: str | None = None, caption: str | None = None) -> Table:
+def new_table(title: str | None = None, caption: str | None = None) -> TitledTable:
     """A table drawn to save width: no outer edge, a rule under the header, two spaces between columns."""
     return TitledTable(title=None if title is None else safe(title), caption=caption, box=box.SIMPLE_HEAD,
                        show_edge=False, pad_edge=False, collapse_padding=True)

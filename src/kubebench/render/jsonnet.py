@@ -44,13 +44,14 @@ class JsonnetChild:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._process: subprocess.Popen | None = None
+        self._process: subprocess.Popen[str] | None = None
         self._owner = os.getpid()  # a forked copy of this process starts a child of its own
 
     def evaluate(self, path: str, text: str, codes: dict[str, str]) -> str:
         """The JSON text of a Jsonnet snippet; TemplateError with Jsonnet's message, or a TemplateLimit."""
         with self._lock, spending() as deadline:
             process = self._started()
+            assert process.stdin is not None  # _started opens it as a pipe
             try:
                 process.stdin.write(json.dumps({"path": path, "text": text, "codes": codes}) + "\n")
                 process.stdin.flush()
@@ -64,7 +65,8 @@ class JsonnetChild:
             raise TemplateError(f"jsonnet error: {answer['error']}")
         return answer["ok"]
 
-    def _answer(self, process: subprocess.Popen, deadline: float) -> dict:
+    def _answer(self, process: subprocess.Popen[str], deadline: float) -> dict:
+        assert process.stdout is not None  # _started opens it as a pipe
         left = deadline - time.monotonic()
         if left <= 0 or not select.select([process.stdout], [], [], left)[0]:
             raise out_of_time()
@@ -74,7 +76,7 @@ class JsonnetChild:
                                 + _memory_message())
         return json.loads(line)
 
-    def _started(self) -> subprocess.Popen:
+    def _started(self) -> subprocess.Popen[str]:
         if self._owner != os.getpid():
             self._process, self._owner = None, os.getpid()
         if self._process is None or self._process.poll() is not None:

@@ -7,13 +7,13 @@ they are checked for shape here and for their final type when each trial is rend
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Literal, Union
 
 from pydantic import AfterValidator, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 from .. import METRIC_NAME, registry
 from .telemetry import TelemetryConfig
-from .base import Model, parse_duration
+from .base import Model, PluginConfig, parse_duration
 
 JOB_KINDS = ("Process", "PyTorchJob", "TFJob", "MPIJob", "TrainJob", "Job")
 
@@ -92,12 +92,19 @@ def _union_of(group: str) -> object:
     configs = tuple(registry.load(group, name).Config for name in registry.names(group))
     if len(configs) == 1:
         return configs[0]
-    return Annotated[Union[configs], Field(discriminator="kind")]  # type: ignore[valid-type]
+    return Annotated[Union[configs], Field(discriminator="kind")]
 
 
-PostprocessConfig = _union_of("postprocessors")
-BackendConfig = _union_of("backends")
-ReporterConfig = _union_of("reporters")
+if TYPE_CHECKING:
+    # The unions are built at run time from the plugins installed (built-ins plus entry points);
+    # a type checker sees what every member shares.
+    PostprocessConfig = PluginConfig
+    BackendConfig = PluginConfig
+    ReporterConfig = PluginConfig
+else:
+    PostprocessConfig = _union_of("postprocessors")
+    BackendConfig = _union_of("backends")
+    ReporterConfig = _union_of("reporters")
 
 
 class AdaptiveRepeats(Model):
@@ -142,8 +149,8 @@ class BenchmarkSpec(Model):
     warmup_runs: int = Field(0, ge=0, le=1000)
     timeout: float = 3600.0
     metrics: list[MetricSpec] = Field(default_factory=list)
-    postprocess: list[PostprocessConfig] = Field(default_factory=list)  # type: ignore[valid-type]
-    backend: BackendConfig = Field("local", validate_default=True)  # type: ignore[valid-type]
+    postprocess: list[PostprocessConfig] = Field(default_factory=list)
+    backend: BackendConfig = Field("local", validate_default=True)
     data_root: str | None = None
     #: Shared storage of the runs' folders: a folder or an fsspec URL (s3://bucket/prefix, gs://…).
     storage: str | None = None
@@ -159,7 +166,7 @@ class BenchmarkSpec(Model):
     #: Telemetry of every run (on by default): process tree, machine and GPUs, or Prometheus on Kubernetes.
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     #: Reporters called with each finished run (``[{kind: pushgateway, url: …}]``).
-    report: list[ReporterConfig] = Field(default_factory=list)  # type: ignore[valid-type]
+    report: list[ReporterConfig] = Field(default_factory=list)
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 

@@ -79,7 +79,10 @@ def refuse_empty_file(path: Path, wait: float = EMPTY_FILE_WAIT_S) -> None:
 
 def busy_timeout(url: URL) -> float:
     """How long a SQLite writer waits for the lock (``?timeout=S``); others: ``BUSY_TIMEOUT_S``."""
-    return float(url.query.get("timeout", BUSY_TIMEOUT_S)) if url.get_backend_name() == "sqlite" else BUSY_TIMEOUT_S
+    if url.get_backend_name() != "sqlite":
+        return BUSY_TIMEOUT_S
+    value = url.query.get("timeout", BUSY_TIMEOUT_S)
+    return float(value[-1] if isinstance(value, tuple) else value)  # a repeated key: SQLAlchemy gives a tuple
 
 
 def writer(engine: Engine) -> Engine:

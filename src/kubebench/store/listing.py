@@ -127,7 +127,7 @@ def read_page(conn: Connection, query: PageQuery) -> ExperimentPage:
     # grouped over a subquery that SQLite may not flatten (OFFSET 0): flattened, it walks the state
     # index (no sort for GROUP BY) and reads every row for a search, 4× slower than the covering index
     filtered = select(state.label("state")).where(*where).offset(0).subquery()
-    counts = dict(conn.execute(select(filtered.c.state, func.count()).group_by(filtered.c.state)).all())
+    counts: dict[str, int] = dict(conn.execute(select(filtered.c.state, func.count()).group_by(filtered.c.state)).all())
     ids = list(conn.scalars(select(_e.c.id).where(*where).order_by(_e.c.created_at.desc(), _e.c.id.desc())
                             .offset(query.offset).limit(query.limit)))
     if not ids:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
 from pydantic_core import from_json
 
 from ..errors import NotFoundError, SpecError
+
+if TYPE_CHECKING:
+    from ..rules import Goal
 
 RunStatus = Literal["pending", "running", "succeeded", "failed", "timeout", "cancelled"]
 RUN_STATUSES: tuple[str, ...] = get_args(RunStatus)
@@ -55,7 +58,7 @@ class ExperimentRecord(Record):
 
         return rules.primary_metric(self.declared_metrics())
 
-    def metric_goal(self, name: str | None) -> tuple[str, str]:
+    def metric_goal(self, name: str | None) -> tuple[str, Goal]:
         """The metric to analyse (``name``, else the primary metric) and its goal."""
         name = name or self.primary_metric()
         if name is None:
@@ -174,8 +177,9 @@ def trial_results(rows: Sequence[tuple], params: dict[str, dict]) -> list[TrialR
 def json_objects(values: Sequence[str | dict | None]) -> list[dict]:
     """Values of a JSON object column, ``null`` as empty: texts (SQLite) parsed in one call of
     pydantic-core's parser (four times faster than ``json.loads`` one by one), or already parsed (psycopg)."""
-    if all(v is None or isinstance(v, str) for v in values):
-        parsed = from_json("[" + ",".join(v or "null" for v in values) + "]")
+    texts = [v for v in values if v is None or isinstance(v, str)]
+    if len(texts) == len(values):
+        parsed = from_json("[" + ",".join(v or "null" for v in texts) + "]")
     else:
         parsed = [json.loads(v) if isinstance(v, str) else v for v in values]
     return [p or {} for p in parsed]

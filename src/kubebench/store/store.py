@@ -201,7 +201,7 @@ class Store:
                 raise NotFoundError(f"no run {run_id!r} in the store (see `kubebench results EXPERIMENT_ID`)")
             *columns, experiment_id, params = row
             envs = rows.provenance_of(conn, [row.provenance_id])
-        return run_records(experiment_id, [columns], {row.trial_id: params}, envs)[0]
+        return run_records(experiment_id, [tuple(columns)], {row.trial_id: params}, envs)[0]
 
     def _require(self, conn: Connection, experiment_id: str) -> None:
         ids.check(experiment_id)

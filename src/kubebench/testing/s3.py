@@ -7,8 +7,12 @@
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from .postgres import free_port
+
+if TYPE_CHECKING:
+    from moto.server import ThreadedMotoServer
 
 REGION = "us-east-1"
 
@@ -18,7 +22,7 @@ class S3Server:
 
     def __init__(self) -> None:
         self.port = free_port()
-        self._server = None
+        self._server: ThreadedMotoServer | None = None
 
     @property
     def endpoint(self) -> str:

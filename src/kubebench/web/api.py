@@ -117,20 +117,20 @@ async def events(request: Request, experiment_id: ExperimentId) -> StreamingResp
 @router.post("/experiments", status_code=201, response_model=models.Launched, dependencies=[Writer],
              responses={401: {"model": models.Problem}, 403: {"model": models.Problem},
                         413: {"model": models.Problem}, 422: {"model": models.LaunchProblems}})
-def launch(request: Request, body: LaunchRequest) -> dict:
+def launch(request: Request, body: LaunchRequest) -> dict | JSONResponse:
     """Start an experiment from a spec (YAML text, optionally a parameter file) or from a form.
 
     A bad spec or form answers 422 with each problem located (line and column, or form field),
     and nothing starts.
     """
-    if (body.spec is None) == (body.form is None):
-        raise HTTPException(422, "give either `spec` (YAML text) or `form`")
-    if body.form is not None:
+    if body.form is not None and body.spec is None:
         form = body.form
         template = (TEMPLATE_FILE, form.template) if form.template else None
         files = Files(form_spec(form), None, template)
-    else:
+    elif body.spec is not None and body.form is None:
         files = Files(body.spec, body.params)
+    else:
+        raise HTTPException(422, "give either `spec` (YAML text) or `form`")
     try:
         exp_id = _launcher(request).launch(files)
     except LaunchError as e:

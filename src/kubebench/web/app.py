@@ -57,7 +57,10 @@ def make_app(store, settings=None, token: str | None = None, read_only: bool = F
     _api_docs(web)
     web.include_router(pages.router)
     web.mount("/static", StaticFiles(directory=STATIC), name="static")
-    web.add_route("/metrics", pages.AsgiEndpoint(make_asgi_app(make_registry(store))), include_in_schema=False)
+    # Starlette serves an endpoint that is not a function as an ASGI app (its Route does so), but
+    # annotates add_route for request handlers only.
+    web.add_route("/metrics", pages.AsgiEndpoint(make_asgi_app(make_registry(store))),  # type: ignore[arg-type]
+                  include_in_schema=False)
     return web
 
 

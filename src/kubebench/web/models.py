@@ -29,7 +29,8 @@ class Config(BaseModel):
     version: str
 
 
-class ExperimentSummary(_Open):
+class _Experiment(_Open):
+    # what a summary and a detail share; ``runs`` is a count in one and the list of runs in the other
     id: str
     name: str
     backend: str
@@ -37,9 +38,12 @@ class ExperimentSummary(_Open):
     updated_at: float
     state: str = Field(description="pending, running, succeeded, failed or cancelled")
     partial: bool = Field(False, description="failed, yet some runs succeeded (the dashboard shows it as partial)")
-    runs: int = Field(description="counted runs (warm-up runs excluded)")
     runs_by_status: dict[str, int]
     launched_here: bool = Field(False, description="launched by this server, which can therefore cancel it")
+
+
+class ExperimentSummary(_Experiment):
+    runs: int = Field(description="counted runs (warm-up runs excluded)")
 
 
 class ExperimentList(BaseModel):
@@ -95,7 +99,7 @@ class RunSummary(_Open):
     metrics: dict[str, float]
 
 
-class ExperimentDetail(ExperimentSummary):
+class ExperimentDetail(_Experiment):
     spec_text: str
     description: str = Field("", description="the spec's description")
     metrics: list[Metric]

@@ -85,7 +85,7 @@ class DescriptorResponse(Response):
         if wanted is None:
             return 200, self.start, self.end, self.raw_headers
         headers = [(k, v) for k, v in self.raw_headers if k != b"content-length"]
-        if wanted == "unsatisfiable":
+        if isinstance(wanted, str):  # "unsatisfiable"
             return 416, 0, 0, [*headers, (b"content-range", f"bytes */{self.end}".encode()), (b"content-length", b"0")]
         first, last = wanted
         return 206, first, last + 1, [*headers, (b"content-range", f"bytes {first}-{last}/{self.end}".encode()),

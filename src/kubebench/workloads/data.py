@@ -120,7 +120,7 @@ def make_dataset(folder: Path, samples: int, val_samples: int, image_size: int, 
 
 def main(argv: list[str] | None = None) -> None:
     """Command line of ``make_dataset``."""
-    p = argparse.ArgumentParser(prog="python -m kubebench.workloads.data", description=make_dataset.__doc__.split(".")[0])
+    p = argparse.ArgumentParser(prog="python -m kubebench.workloads.data", description=(make_dataset.__doc__ or "").split(".")[0])
     p.add_argument("folder", type=Path)
     p.add_argument("--samples", type=int, default=4096)
     p.add_argument("--val-samples", type=int, default=1024)

@@ -90,7 +90,7 @@ def _shortcut(cin: int, cout: int, stride: int) -> nn.Module:
 class ResNet(nn.Module):
     """ResNet for ImageNet-shaped input: 7×7/2 stem, max-pool, four stages, global pool, linear head."""
 
-    def __init__(self, block: type, layers: tuple[int, ...], channels: int, num_classes: int) -> None:
+    def __init__(self, block: type[BasicBlock] | type[Bottleneck], layers: tuple[int, ...], channels: int, num_classes: int) -> None:
         super().__init__()
         self.stem = nn.Sequential(*_conv_bn(channels, 64, 7, 2), nn.ReLU(inplace=True), nn.MaxPool2d(3, 2, 1))
         stages, cin = [], 64
@@ -111,7 +111,8 @@ class ResNet(nn.Module):
 
 def prepare(model: nn.Module, device: torch.device, channels_last: bool) -> nn.Module:
     """Move ``model`` to ``device`` in the chosen memory layout (NHWC is faster on tensor cores and oneDNN)."""
-    return model.to(device, memory_format=torch.channels_last if channels_last else torch.contiguous_format)
+    # Module.to takes memory_format (torch's documentation and code) but its stub's overloads omit it.
+    return model.to(device, memory_format=torch.channels_last if channels_last else torch.contiguous_format)  # type: ignore[call-overload]
 
 
 def compiled(model: nn.Module, compile: bool) -> nn.Module:

@@ -8,6 +8,7 @@ client is imported here only when a connection is made, so that loading a spec s
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import json
 import os
@@ -15,7 +16,7 @@ import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar, cast, overload
 
 from ...errors import BackendError, InfrastructureError, SpecError
 
@@ -86,14 +87,16 @@ class Api:
         operator) refuses the object instead of pruning the field and running it without.
         """
         what = f"create {res.kind} {namespace}/{body['metadata']['name']}"
-        return self.call(what, lambda timeout: self.custom.create_namespaced_custom_object(
+        # the client annotates custom objects as ``object``: they are the JSON objects the server sent
+        return cast("dict | None", self.call(what, lambda timeout: self.custom.create_namespaced_custom_object(
             res.group, res.version, namespace, res.plural, body, field_validation="Strict",
-            _request_timeout=timeout), expect=(409,))
+            _request_timeout=timeout), expect=(409,)))
 
     def get(self, res: Resource, namespace: str, name: str) -> dict | None:
         """Read an object; None if there is none."""
-        return self.call(f"read {res.kind} {namespace}/{name}", lambda timeout: self.custom.get_namespaced_custom_object(
-            res.group, res.version, namespace, res.plural, name, _request_timeout=timeout), expect=(404,))
+        return cast("dict | None", self.call(f"read {res.kind} {namespace}/{name}",
+                                             lambda timeout: self.custom.get_namespaced_custom_object(
+            res.group, res.version, namespace, res.plural, name, _request_timeout=timeout), expect=(404,)))
 
     def delete(self, res: Resource, namespace: str, name: str, propagation: str) -> bool:
         """Delete an object and, by ``propagation``, its pods; False if it was already gone."""
@@ -125,9 +128,9 @@ class Api:
         """Copy a container's log (its ``previous`` instance's) into ``dest``; False if it has none
         (not started, or gone)."""
         def fetch(timeout: float) -> bool:
-            response = self.core.read_namespaced_pod_log(
+            response = raw(self.core.read_namespaced_pod_log(
                 pod, namespace, container=container, previous=previous, _preload_content=False,
-                _request_timeout=timeout)
+                _request_timeout=timeout))
             with closing_on_error(response), open(dest, "wb") as f:
                 for chunk in response.stream(1 << 16):
                     f.write(chunk)
@@ -143,11 +146,11 @@ class Api:
                                                  _preload_content=False,
                                                  _request_timeout=(self.config.request_timeout, FOLLOW_SECONDS))
 
-    def events(self, namespace: str, uid: str) -> list[dict]:
+    def events(self, namespace: str, uid: str) -> builtins.list[dict]:
         """The events about the object ``uid`` (why a pod cannot start, why a job has no pods)."""
-        listing = self.call(f"list events in {namespace}", lambda timeout: json.loads(self.core.list_namespaced_event(
+        listing = self.call(f"list events in {namespace}", lambda timeout: json.loads(raw(self.core.list_namespaced_event(
             namespace, field_selector=f"involvedObject.uid={uid}", _preload_content=False,
-            _request_timeout=timeout).data), expect=(403, 404)) or {}
+            _request_timeout=timeout)).data), expect=(403, 404)) or {}
         return listing.get("items") or []
 
     def namespace_exists(self, name: str) -> bool | None:
@@ -156,7 +159,7 @@ class Api:
 
         def fetch(timeout: float) -> bool | None:
             try:
-                _ = self.core.read_namespace(name, _preload_content=False, _request_timeout=timeout).data  # read whole
+                _ = raw(self.core.read_namespace(name, _preload_content=False, _request_timeout=timeout)).data  # read whole
             except ApiException as e:
                 if e.status in (403, 404):
                     return None if e.status == 403 else False
@@ -168,21 +171,22 @@ class Api:
     def claim(self, namespace: str, name: str) -> dict | None:
         """A PersistentVolumeClaim; None if there is none."""
         return self.call(f"read persistentvolumeclaim {namespace}/{name}", lambda timeout: json.loads(
-            self.core.read_namespaced_persistent_volume_claim(name, namespace, _preload_content=False,
-                                                             _request_timeout=timeout).data), expect=(404,))
+            raw(self.core.read_namespaced_persistent_volume_claim(name, namespace, _preload_content=False,
+                                                                 _request_timeout=timeout)).data), expect=(404,))
 
     def node(self, name: str) -> dict | None:
         """A node (labels, nodeInfo); None if it is gone or kubebench may not read nodes."""
-        return self.call(f"read node {name}", lambda timeout: json.loads(self.core.read_node(
-            name, _preload_content=False, _request_timeout=timeout).data), expect=(403, 404))
+        return self.call(f"read node {name}", lambda timeout: json.loads(raw(self.core.read_node(
+            name, _preload_content=False, _request_timeout=timeout)).data), expect=(403, 404))
 
-    def served(self, group: str, version: str) -> list[str] | None:
+    def served(self, group: str, version: str) -> builtins.list[str] | None:
         """The resources (plurals) the server serves at ``group/version``; None if it serves none there."""
-        def fetch(timeout: float) -> list[str]:
+        def fetch(timeout: float) -> builtins.list[str]:
             if group:
-                response = self.custom.get_api_resources(group, version, _preload_content=False, _request_timeout=timeout)
+                response = raw(self.custom.get_api_resources(group, version, _preload_content=False,
+                                                             _request_timeout=timeout))
             else:
-                response = self.core.get_api_resources(_preload_content=False, _request_timeout=timeout)
+                response = raw(self.core.get_api_resources(_preload_content=False, _request_timeout=timeout))
             return [r["name"] for r in json.loads(response.data).get("resources") or []]
 
         return self.call(f"discover {group or 'core'}/{version}", fetch, expect=(404,))
@@ -205,6 +209,11 @@ class Api:
             return self.core.list_namespaced_pod(namespace, label_selector=selector, _preload_content=False, **kwargs)
         return self.custom.list_namespaced_custom_object(
             res.group, res.version, namespace, res.plural, label_selector=selector, _preload_content=False, **kwargs)
+
+    @overload
+    def call(self, what: str, fn: Callable[[float], T]) -> T: ...
+    @overload
+    def call(self, what: str, fn: Callable[[float], T], expect: tuple[int, ...]) -> T | None: ...
 
     def call(self, what: str, fn: Callable[[float], T], expect: tuple[int, ...] = ()) -> T | None:
         """``fn(timeout)``, retried on transient failures; None when it answers a status in ``expect``."""
@@ -236,9 +245,16 @@ def backoff(attempt: int) -> float:
 
 def _retry_after(e: Any) -> float | None:
     try:
-        return min(30.0, float((e.headers or {}).get("Retry-After")))
+        value = (e.headers or {}).get("Retry-After")
+        return None if value is None else min(30.0, float(value))
     except (TypeError, ValueError):
         return None
+
+
+def raw(response: object) -> Any:
+    """What a call made with ``_preload_content=False`` returns: the urllib3 response, whatever the
+    client's annotation says (it names what a preloaded call returns: a model, or ``str``)."""
+    return response
 
 
 def api_error(what: str, e: Any) -> BackendError:

@@ -49,7 +49,7 @@ QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 RESTARTED_IN_PLACE = frozenset({"TrainJob"})
 
 
-class KubernetesBackend(Backend[KubeJob]):
+class KubernetesBackend(Backend[KubeJob, KubernetesConfig]):
     """Runs jobs on Kubernetes; its state comes from shared watches, so status checks cost no calls."""
 
     Config = KubernetesConfig

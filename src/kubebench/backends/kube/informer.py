@@ -144,7 +144,7 @@ class Informer:
                 self._objects[meta["name"]] = obj
                 self._deleted.pop(meta["name"], None)
             elif kind == "DELETED":
-                self._objects.pop(meta.get("name"), None)
+                self._objects.pop(meta.get("name", ""), None)
                 self._deleted[meta.get("name", "")] = meta.get("uid", "")
         return meta.get("resourceVersion")
 

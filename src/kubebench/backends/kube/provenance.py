@@ -87,7 +87,8 @@ class NodeCache:
     """Nodes read once each (None when gone or not allowed: provenance then has no node fields)."""
 
     def __init__(self, api: Callable[[], Api]) -> None:
-        self._api, self._nodes, self._lock = api, {}, threading.Lock()
+        self._api, self._lock = api, threading.Lock()
+        self._nodes: dict[str, dict | None] = {}
 
     def read(self, name: str) -> dict | None:
         with self._lock:
