@@ -89,7 +89,7 @@ def test_powers_are_bounded_by_their_bits(base: int, exponent: int) -> None:
 
 
 def test_the_time_budget_is_shared_by_every_render_of_a_plan() -> None:
-    from kubebench.render.sandbox import time_budget
+    from kubebench.render.budget import time_budget
 
     endless = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
     with time_budget(0.2):

@@ -14,10 +14,8 @@ import math
 import re
 import string
 import sys
-import threading
 import time
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from functools import wraps
 from typing import Any
 
@@ -26,43 +24,11 @@ from jinja2.compiler import CodeGenerator
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from .. import limits
-from ..errors import TemplateError
+from .budget import TemplateLimit, _local, out_of_time, spending
 
 #: Bits of an integer a template may make: more digits than Python prints (4,300) anyway.
 MAX_INT_BITS = 16_384
 _PRINTF = re.compile(r"%(?:\([^)]*\))?[#0\- +]*(\*|\d+)?(?:\.(\*|\d+))?")
-_local = threading.local()
-
-
-class TemplateLimit(TemplateError):
-    """A template asked for more than a limit allows (size or time)."""
-
-
-@contextmanager
-def time_budget(seconds: float | None = None) -> Iterator[None]:
-    """Renders inside share one budget of template time (default: ``limits.RENDER_SECONDS``): the
-    time spent in template code, not in what surrounds it. An inner budget never adds time."""
-    seconds = float(limits.RENDER_SECONDS.value() if seconds is None else seconds)
-    outer = getattr(_local, "left", None)
-    _local.left = start = seconds if outer is None else min(outer, seconds)
-    try:
-        yield
-    finally:
-        _local.left = None if outer is None else outer - (start - _local.left)
-
-
-@contextmanager
-def spending() -> Iterator[float]:
-    """Time spent inside counts against the budget in force (or a budget of its own); yields the
-    deadline (``time.monotonic()``) by which the work must end."""
-    with time_budget():
-        started = time.monotonic()
-        _local.deadline = started + _local.left
-        try:
-            yield _local.deadline
-        finally:
-            _local.deadline = None
-            _local.left -= time.monotonic() - started
 
 
 def render_bounded(template: Any, context: Mapping[str, Any]) -> str:
@@ -104,12 +70,6 @@ def _check_time() -> None:
     deadline = getattr(_local, "deadline", None)
     if deadline is not None and time.monotonic() > deadline:
         raise out_of_time()
-
-
-def out_of_time() -> TemplateLimit:
-    """The error of a render past its time budget."""
-    return TemplateLimit(f"rendering took longer than {limits.RENDER_SECONDS.value()} s (the limit on the "
-                         f"template time of all the trials of a plan; {limits.RENDER_SECONDS.env} changes it)")
 
 
 def _max_chars() -> int:
