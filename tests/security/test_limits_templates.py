@@ -47,6 +47,9 @@ CASES = [  # (template, the error's words): each asked for gigabytes or hours be
     ("{% set x %}{% for i in range(100000) %}{% for j in range(100000) %}xxxxxxxxxx{% endfor %}{% endfor %}"
      "{% endset %}{{ x|length }}", SLOW),
     ("{{ ('\t' * 900000).expandtabs(1000000)|length }}", LIMIT),
+    # loops with neither a call nor an operator nor output inside: only the loop itself can check
+    ("{% set x = range(3000)|list %}{% for a in x %}{% for b in x %}{% for c in x %}{% endfor %}{% endfor %}"
+     "{% endfor %}", SLOW),
 ]
 
 
