@@ -30,7 +30,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
-
 from web_list import seed  # same folder: the API helper's store builder
 
 from kubebench.settings import settings as make_settings

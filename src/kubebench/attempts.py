@@ -29,9 +29,9 @@ from .storage.runs import run_location, shared_storage, upload_run, write_run_re
 from .store.records import RunResult
 
 if TYPE_CHECKING:  # the store (SQLAlchemy) is handed in: a dry run never loads it
+    from .experiment import Experiment
     from .plan.plan import Run
     from .render.job import RenderedJob
-    from .experiment import Experiment
     from .store.store import Store
 
 log = logging.getLogger("kubebench")

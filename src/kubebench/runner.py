@@ -20,11 +20,11 @@ from .experiment import Experiment
 from .locks import ExperimentLock
 from .plan.adaptive import next_round
 from .plan.plan import Plan, Run, make_plan, new_experiment_id
-from .render.job import job_fingerprint
 from .render.budget import time_budget
+from .render.job import job_fingerprint
 from .settings import Settings
-from .storage.runs import shared_storage
 from .spec.model import AdaptiveRepeats, LoadedSpec
+from .storage.runs import shared_storage
 from .store.records import ExperimentRecord, RunResult
 
 if TYPE_CHECKING:  # the store (SQLAlchemy) is handed in: a dry run never loads it

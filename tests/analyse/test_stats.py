@@ -9,10 +9,8 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from scipy import special
-from scipy import stats as sps
+from hypothesis import given, settings, strategies as st
+from scipy import special, stats as sps
 
 from kubebench.analyse.stats import (
     NAN,

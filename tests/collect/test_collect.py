@@ -12,8 +12,8 @@ import pytest
 
 from kubebench import report
 from kubebench.collect.context import RunContext
-from kubebench.collect.mllog import MllogConfig
 from kubebench.collect.metrics import collect, metrics_from_logs, parse_metric_lines, read_result_json
+from kubebench.collect.mllog import MllogConfig
 from kubebench.collect.postprocess import (
     CommandConfig,
     CommandPostprocessor,

@@ -107,7 +107,7 @@ class TrainingOperator(Controller):
 
     def start(self, job: "Tracked") -> None:
         set_condition(job, condition("Created", "True", f"{job.kind}Created", f"{job.kind} {job.name} is created."))
-        for rtype, _, template, _ in self.replicas(job):
+        for _rtype, _, template, _ in self.replicas(job):
             if (template.get("spec") or {}).get("restartPolicy"):
                 self.s.event(job, "SetPodTemplateRestartPolicy",
                              "Restart policy in pod template will be overwritten by restart policy in replica spec")

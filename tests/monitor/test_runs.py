@@ -10,6 +10,7 @@ import pytest
 
 from kubebench.monitor.pushgateway import PushgatewayConfig  # noqa: F401  (the reporter plugin loads)
 
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def store_url(request, tmp_path: Path) -> str:
     if request.param == "sqlite":

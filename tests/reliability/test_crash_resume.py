@@ -48,7 +48,8 @@ def test_sigkill_at_random_moments_then_resume_stores_each_run_once(cli: Cli, tm
         started, target = _attempts_started(cli), _succeeded(cli) + rng.randint(0, 2)
         runner = cli.start("run", str(spec), "--id", "crash-1")
         # a random moment once this runner has started a run and done 0 to 2 more (whatever the load)
-        wait_for(lambda: (_attempts_started(cli) > started and _succeeded(cli) >= target) or runner.poll() is not None,
+        wait_for(lambda started=started, target=target, runner=runner:  # this attempt's values, bound now
+                 (_attempts_started(cli) > started and _succeeded(cli) >= target) or runner.poll() is not None,
                  timeout=120, what="the runner's progress")
         time.sleep(rng.uniform(0, 0.4))
         runner.send_signal(signal.SIGKILL)

@@ -162,7 +162,7 @@ def test_example_renders_every_trial() -> None:
     loaded = load_spec(EXAMPLE)
     rendered = render_all(loaded)
     assert len(rendered) == 12
-    for job, run, env in rendered:
+    for job, run, _env in rendered:
         replicas = job.manifest["spec"]["pytorchReplicaSpecs"]
         assert sum(r["replicas"] for r in replicas.values()) == run.trial.params["workers"]
         container = replicas["Master"]["template"]["spec"]["containers"][0]

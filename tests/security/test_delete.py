@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from security_support import raw
 from sqlalchemy import update
 from typer.testing import CliRunner
 
@@ -19,8 +20,6 @@ from kubebench.locks import ExperimentLock
 from kubebench.settings import settings as make_settings
 from kubebench.store import schema
 from kubebench.store.store import open_store
-
-from security_support import raw
 
 runner = CliRunner(env={"COLUMNS": "200"})
 
@@ -93,8 +92,9 @@ def test_delete_of_a_bad_id_removes_nothing(home: Path, tiny_spec: Path, tmp_pat
     config = make_settings()
     result = runner.invoke(app, ["delete", bad, "--yes"])
     assert result.exit_code == 2 and "is not valid: an id is" in result.output, result.output
-    from kubebench.web.app import make_app
     from web_support import serving
+
+    from kubebench.web.app import make_app
 
     with serving(make_app(open_store(config.store_url), config, token="t0k3n-for-deletes")) as url:
         status, body = raw(url, "DELETE", f"/api/experiments/{bad.replace('/', '%2F')}", "t0k3n-for-deletes")

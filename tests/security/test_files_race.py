@@ -16,13 +16,12 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings, strategies as st
+from security_support import TINY
+from web_support import WEB_TOKEN, run_spec, serving
 
 from kubebench.settings import settings as make_settings
 from kubebench.store.store import open_store
 from kubebench.web.app import make_app
-
-from security_support import TINY
-from web_support import WEB_TOKEN, run_spec, serving
 
 SECRET = "SECRET-OUTSIDE-THE-RUN"
 

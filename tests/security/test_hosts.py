@@ -18,13 +18,12 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 from hypothesis import given, settings, strategies as st
+from security_support import TINY, raw
+from web_support import WEB_TOKEN, free_port, run_spec, serving
 
 from kubebench.settings import settings as make_settings
 from kubebench.store.store import open_store
 from kubebench.web.app import make_app
-
-from security_support import TINY, raw
-from web_support import WEB_TOKEN, free_port, run_spec, serving
 
 READ_ROUTES = ["/", "/launch", "/compare", "/api/experiments", "/api/config", "/metrics", "/docs", "/redoc",
                "/openapi.json", "/experiments/hosts-1", "/api/experiments/hosts-1"]

@@ -7,12 +7,11 @@ from pathlib import Path
 
 import pytest
 from hypothesis import given, settings, strategies as st
+from security_support import raw
 from typer.testing import CliRunner
 
 from kubebench.cli import app
 from kubebench.plan.plan import new_experiment_id
-
-from security_support import raw
 
 runner = CliRunner(env={"COLUMNS": "200"})
 #: The grammar, written out here too: the test pins it (a Kubernetes label value, lowercase, no '_').
@@ -99,10 +98,11 @@ def test_the_store_refuses_to_record_a_bad_id(home: Path, tiny_spec: Path) -> No
     ("GET", "/api/runs/{}/files/run.json"),
 ])
 def test_every_route_taking_an_id_refuses_a_bad_one(home: Path, tiny_spec: Path, route) -> None:
+    from web_support import WEB_TOKEN, run_spec, serving
+
     from kubebench.settings import settings as make_settings
     from kubebench.store.store import open_store
     from kubebench.web.app import make_app
-    from web_support import WEB_TOKEN, run_spec, serving
 
     config = make_settings()
     run_spec(tiny_spec.read_text(), tiny_spec.parent, config, "fine-1")

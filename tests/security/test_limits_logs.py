@@ -10,10 +10,10 @@ from unittest import mock
 
 import pytest
 from hypothesis import given, settings, strategies as st
+from limits_support import in_child
 
 from kubebench.collect.context import RunContext
 from kubebench.paths import RunPaths
-from limits_support import in_child
 
 LINE = 150_000_000  # characters of the one long line; reading it whole costs twice that or more
 ALLOWANCE = 100_000_000  # bytes the child may map beyond what it inherited

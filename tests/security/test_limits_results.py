@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 import yaml
 from hypothesis import given, settings, strategies as st
+from limits_support import run_cli
 
 from kubebench.collect.metrics import read_result_json
 from kubebench.errors import PostprocessError
 from kubebench.store.store import open_store
-from limits_support import run_cli
 
 JOB = "import json, os, sys; out = os.environ['KUBEBENCH_EXP_RESULT_PATH']; "
 

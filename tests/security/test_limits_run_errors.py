@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 from hypothesis import given, settings, strategies as st
+from limits_support import dashboard, launch, run_cli
 
 from kubebench.errors import SpecError
 from kubebench.runner import execute, plan_experiment
@@ -16,7 +17,6 @@ from kubebench.settings import settings as make_settings
 from kubebench.spec.load import load_spec
 from kubebench.spec.model import BenchmarkSpec, LoadedSpec
 from kubebench.store.store import open_store
-from limits_support import dashboard, launch, run_cli
 
 REPORT = "import sys, kubebench; kubebench.report(x=1)"
 

@@ -10,12 +10,12 @@ from unittest import mock
 
 import pytest
 from hypothesis import given, settings, strategies as st
+from limits_support import dashboard, launch, run_cli
 
 from kubebench.errors import PlanError
 from kubebench.plan.plan import make_plan
 from kubebench.plan.sweep import expand
 from kubebench.spec.model import BenchmarkSpec
-from limits_support import dashboard, launch, run_cli
 
 
 @settings(max_examples=80, deadline=None)

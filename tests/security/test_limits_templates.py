@@ -12,10 +12,10 @@ from unittest import mock
 import httpx
 import pytest
 from hypothesis import given, settings, strategies as st
+from limits_support import TOKEN, in_child, run_cli, serving
 
 from kubebench.errors import TemplateError
 from kubebench.render.templating import render_string
-from limits_support import TOKEN, in_child, run_cli, serving
 
 LIMIT = "KUBEBENCH_MAX_TEMPLATE_CHARS changes it"
 SLOW = "KUBEBENCH_MAX_RENDER_SECONDS changes it"

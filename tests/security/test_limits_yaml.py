@@ -10,10 +10,10 @@ from unittest import mock
 
 import pytest
 from hypothesis import assume, given, settings, strategies as st
+from limits_support import alias_bomb, bomb_values, dashboard, launch, run_cli
 
 from kubebench.errors import KubebenchError, SpecError
 from kubebench.spec.load import load_spec, parse_yaml
-from limits_support import alias_bomb, bomb_values, dashboard, launch, run_cli
 
 SPEC_HEAD = "apiVersion: kubebench/v1\nkind: Benchmark\nname: bomb\njob: {command: [echo, hi]}\n"
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from store_support import begin_experiment
 
 from kubebench.store.store import open_store
-
-from store_support import begin_experiment
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

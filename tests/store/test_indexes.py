@@ -15,11 +15,10 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import event
+from store_support import begin_experiment
 
 from kubebench.store.records import RunResult
 from kubebench.store.store import Store, open_store
-
-from store_support import begin_experiment
 
 RUNS = 400  # 2 trials × 200 repeats: enough for ANALYZE to see that one experiment holds them all
 

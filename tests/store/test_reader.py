@@ -12,6 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from test_migrate import make_v1_store
 
 from kubebench.errors import NotFoundError, StoreError
 from kubebench.plan.plan import make_plan
@@ -19,8 +20,6 @@ from kubebench.spec.model import BenchmarkSpec
 from kubebench.store.reader import SqliteReader, open_results
 from kubebench.store.records import FAILED_STATES, ExperimentRecord, RunRecord, RunResult, TrialResults
 from kubebench.store.store import Store, open_store
-
-from test_migrate import make_v1_store
 
 
 def _fill(url: str) -> None:

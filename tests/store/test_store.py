@@ -12,8 +12,8 @@ from kubebench.errors import NotFoundError, StoreError
 from kubebench.plan.plan import make_plan
 from kubebench.spec.model import BenchmarkSpec
 from kubebench.store import schema
-from kubebench.store.records import ExperimentRecord, RunResult
 from kubebench.store.reader import open_results
+from kubebench.store.records import ExperimentRecord, RunResult
 from kubebench.store.store import open_store
 
 

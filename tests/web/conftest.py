@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from web_support import FAILING_SPEC, WEB_TOKEN, LiveServer, WebHome, run_spec, serving, sweep_spec
 
 

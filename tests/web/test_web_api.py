@@ -235,11 +235,11 @@ def test_live_server_serves_the_api_over_http(live_server, web_home) -> None:
 
 def test_runs_on_object_storage_are_browsed_through_fsspec(s3: str, tmp_path) -> None:
     from fastapi.testclient import TestClient
+    from web_support import WEB_TOKEN, run_spec
 
     from kubebench.settings import settings as make_settings
     from kubebench.store.store import open_store
     from kubebench.web.app import make_app
-    from web_support import WEB_TOKEN, run_spec
 
     config = make_settings(home=tmp_path / "home", store=f"sqlite:///{tmp_path / 'kb.db'}", storage=s3 + "/runs")
     spec = ("name: remote\njob:\n  command: [python, -c, \"import os, kubebench; "

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from kubebench.plan.plan import make_plan
 from kubebench.spec.model import BenchmarkSpec
 from kubebench.store import migrate, schema

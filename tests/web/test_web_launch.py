@@ -8,7 +8,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from web_support import run_spec
 
 QUICK = """\

@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from browsing import browsing_page
 from web_support import LiveServer, serving
 

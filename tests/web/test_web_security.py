@@ -15,10 +15,9 @@ from pathlib import Path
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from web_support import WEB_TOKEN, free_port, run_spec, serving
 
 from kubebench.web.app import make_app
-
-from web_support import WEB_TOKEN, free_port, run_spec, serving
 
 TINY = """\
 name: tiny
@@ -81,7 +80,7 @@ def test_a_token_in_the_address_is_not_a_credential(web_client) -> None:
 
 
 def test_both_token_headers_are_accepted(fresh_web) -> None:
-    fresh_web.store  # an empty home: delete answers 404 past the token check
+    # fresh_web's home is empty: delete answers 404 past the token check
     for headers in ({"Authorization": f"Bearer {WEB_TOKEN}"}, {"authorization": f"bearer {WEB_TOKEN}"},
                     {"X-Kubebench-Token": WEB_TOKEN}):
         assert fresh_web.client.delete("/api/experiments/none", headers=headers).status_code == 404

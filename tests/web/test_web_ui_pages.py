@@ -11,10 +11,9 @@ import re
 
 import httpx
 import pytest
-from playwright.sync_api import expect
-
 import ui_home
 from browsing import DESKTOP, PHONE, browsing_page
+from playwright.sync_api import expect
 from web_support import WEB_TOKEN, serving
 
 pytestmark = pytest.mark.slow

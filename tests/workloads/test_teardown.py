@@ -15,7 +15,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from test_cnn import _cmd, _env, _free_port
 
 TIMEOUT_S = 180

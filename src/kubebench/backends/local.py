@@ -14,7 +14,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, IO, Literal
+from typing import IO, TYPE_CHECKING, Literal
 
 from ..errors import BackendError, InfrastructureError
 from ..paths import RunPaths

@@ -148,8 +148,7 @@ def scaling(
     Example:
       kubebench scaling pytorch-cnn-20261130-a1b2 --metric images_per_sec
     """
-    from ..analyse.experiments import scaling as scaling_study
-    from ..analyse.experiments import workers_parameter
+    from ..analyse.experiments import scaling as scaling_study, workers_parameter
     from ..present.studies import scaling_table
 
     db = _open(store)

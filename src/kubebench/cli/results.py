@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from . import StoreOpt, make_console, app, expected_errors
+from . import StoreOpt, app, expected_errors, make_console
 
 if TYPE_CHECKING:
     from ..store.reader import ResultsSource
@@ -159,7 +159,6 @@ def _print_attempts(console, db, experiment_id: str) -> None:
 
 def _print_environment(console, db, experiment_id: str) -> None:
     from ..present.provenance import environment_lines
-
     from ..present.text import cell
 
     for line in environment_lines(db.environments(experiment_id)):

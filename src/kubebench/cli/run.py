@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from . import IdOpt, ParamsOpt, SetOpt, SpecArg, StorageOpt, StoreOpt, make_console, load_args, app, expected_errors
+from . import IdOpt, ParamsOpt, SetOpt, SpecArg, StorageOpt, StoreOpt, app, expected_errors, load_args, make_console
 
 BackendOpt = Annotated[Optional[str], typer.Option(
     "--backend", metavar="NAME", help="Where jobs run: local or kubernetes (overrides the spec's backend kind).")]

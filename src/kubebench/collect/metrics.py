@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .. import METRIC_LINE_PREFIX, METRIC_NAME as METRIC_NAME_PATTERN, limits, registry
-from ..rules import replica_rank
 from ..errors import PostprocessError
+from ..rules import replica_rank
 from ..spec.base import PluginConfig
 from .context import RunContext
 from .values import to_number

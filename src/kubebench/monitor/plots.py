@@ -35,8 +35,8 @@ def telemetry_figure(by_run: Mapping[str, Series], title: str, labels: Mapping[s
     ``title`` may hold ``{n}``: the number of runs plotted. ``labels``: run id → legend name (default:
     the run id). A series of one sample is drawn as a marker: a line needs two points.
     """
-    from plotly.subplots import make_subplots
     import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
 
     panels = [p for p in _PANELS if any(p[0] in series for series in by_run.values())]
     if not panels:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from rich.console import Console
 from typing import Any
 
+from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Column
 

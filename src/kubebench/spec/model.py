@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Annotated, Literal, Union
 from pydantic import AfterValidator, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 from .. import METRIC_NAME, registry
-from .telemetry import TelemetryConfig
 from .base import Model, PluginConfig, parse_duration
+from .telemetry import TelemetryConfig
 
 JOB_KINDS = ("Process", "PyTorchJob", "TFJob", "MPIJob", "TrainJob", "Job")
 

@@ -14,7 +14,7 @@ import time
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
-from sqlalchemy import Connection, ColumnElement, bindparam, case, func, literal, or_, select, update
+from sqlalchemy import ColumnElement, Connection, bindparam, case, func, literal, or_, select, update
 
 from . import schema
 from .records import RUN_STATUSES, ExperimentRecord

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import Column, Connection, Engine, MetaData, String, Table, inspect, insert, select
+from sqlalchemy import Column, Connection, Engine, MetaData, String, Table, insert, inspect, select
 
 from ..errors import StoreError
 from . import schema

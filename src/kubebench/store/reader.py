@@ -19,8 +19,16 @@ from typing import TYPE_CHECKING, Protocol
 
 from .. import ids
 from ..errors import StoreError
-from .records import (RUN_COLUMNS, TRIAL_RUN_COLUMNS, ExperimentRecord, RunRecord, TrialResults,
-                      experiment_not_found, run_records, trial_results)
+from .records import (
+    RUN_COLUMNS,
+    TRIAL_RUN_COLUMNS,
+    ExperimentRecord,
+    RunRecord,
+    TrialResults,
+    experiment_not_found,
+    run_records,
+    trial_results,
+)
 from .sqlite import explain, plain_file
 from .version import SCHEMA_VERSION
 

@@ -16,9 +16,13 @@ from functools import cache
 from sqlalchemy import Connection, String, bindparam, delete, insert, literal, null, select, text, type_coerce, update
 
 from . import schema
-from .records import JSON_RUN_COLUMNS, RunAttempt, RunResult
-from .records import RUN_COLUMNS as RUN_COLUMN_NAMES
-from .records import TRIAL_RUN_COLUMNS as TRIAL_RUN_COLUMN_NAMES
+from .records import (
+    JSON_RUN_COLUMNS,
+    RUN_COLUMNS as RUN_COLUMN_NAMES,
+    TRIAL_RUN_COLUMNS as TRIAL_RUN_COLUMN_NAMES,
+    RunAttempt,
+    RunResult,
+)
 
 _r, _m, _p, _a = schema.runs, schema.metrics, schema.provenance, schema.run_attempts
 UPDATE_RUN = update(_r).where(_r.c.id == bindparam("b_run_id"))

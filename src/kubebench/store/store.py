@@ -14,8 +14,16 @@ from ..errors import NotFoundError, StoreError
 from . import listing, rows, schema
 from .engine import make_engine, transaction
 from .migrate import ensure_current
-from .records import (ExperimentRecord, RunAttempt, RunRecord, RunResult, TrialResults, experiment_not_found,
-                      run_records, trial_results)
+from .records import (
+    ExperimentRecord,
+    RunAttempt,
+    RunRecord,
+    RunResult,
+    TrialResults,
+    experiment_not_found,
+    run_records,
+    trial_results,
+)
 
 if TYPE_CHECKING:  # the spec's models cost a third of a second to import; reading results needs none
     from ..plan.plan import Plan

@@ -22,7 +22,7 @@ from ..rules import COMPARE_THRESHOLD
 from ..store.listing import STATES
 from . import api_runs, models, queries
 from .auth import require_writer
-from .forms import LaunchRequest, TEMPLATE_FILE, form_problems, form_spec
+from .forms import TEMPLATE_FILE, LaunchRequest, form_problems, form_spec
 from .launcher import Files, LaunchError
 
 router = APIRouter(prefix="/api", tags=["api"])

@@ -13,8 +13,7 @@ from pydantic import AfterValidator
 
 from .. import ids
 from ..storage.storage import Storage, is_local, local_path
-from . import files as run_files
-from . import models, queries
+from . import files as run_files, models, queries
 from .served import DescriptorResponse
 
 router = APIRouter(prefix="/runs")

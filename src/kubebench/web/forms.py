@@ -141,8 +141,8 @@ def _with_context(found: re.Match) -> str:
 
 def _by_field(text: str, files: dict[str, str], spec_text: str) -> Problem:
     """A problem named by a field path (``job.command[2] (trial n=1): …``), located in the spec's YAML."""
-    from ..spec.load import parse_yaml
     from ..errors import SpecError
+    from ..spec.load import parse_yaml
 
     found = _FIELD.match(text)
     if not found:

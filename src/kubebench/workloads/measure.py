@@ -17,8 +17,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
 import os
+import re
 import resource
 import sys
 from collections.abc import Iterable

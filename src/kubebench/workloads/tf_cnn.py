@@ -21,8 +21,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is impor
 import numpy as np  # noqa: E402
 
 from . import data as datasets  # noqa: E402
-from .measure import (  # noqa: E402
-    params_digest, peak_rss_bytes, print_header, report_replica, report_throughput, write_step_times)
+from .measure import params_digest, peak_rss_bytes, print_header, report_replica, report_throughput, write_step_times  # noqa: E402
 from .options import MODELS, available_cpus, non_negative, positive, positive_float  # noqa: E402
 
 

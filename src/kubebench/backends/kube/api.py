@@ -297,8 +297,7 @@ def _kubeconfig_path(config: KubernetesConfig) -> str:
 
 
 def _api_client(config: KubernetesConfig) -> Any:
-    from kubernetes import client
-    from kubernetes import config as kube_config
+    from kubernetes import client, config as kube_config
 
     configuration = client.Configuration()
     try:

@@ -23,8 +23,7 @@ from ...errors import BackendError, KubebenchError, SpecError
 from ...paths import RunPaths
 from ...render import kinds
 from ..base import Backend, Check, JobStatus, Outcome, PodTelemetry
-from . import objects, preflight
-from . import status as st
+from . import objects, preflight, status as st
 from .api import PODS, Api, Resource, current_namespace, resource_of
 from .config import KubernetesConfig
 from .handle import KubeJob
