@@ -53,6 +53,8 @@ class Experiment:
     settings: Settings
     #: Adaptive repeats in force (``None`` for a fixed number, or when ``--repeats`` overrides).
     adaptive: AdaptiveRepeats | None = None
+    #: Run-time labels of the experiment (``kubebench run --label version=1.4.2``), stored with it.
+    labels: tuple[tuple[str, str], ...] = ()
 
     def local_paths(self, run: Run) -> RunPaths:
         """The run's folders as kubebench sees them."""
@@ -69,12 +71,12 @@ class Experiment:
 
 
 def plan_experiment(loaded: LoadedSpec, settings: Settings, experiment_id: str | None = None,
-                    repeats: int | None = None) -> Experiment:
+                    repeats: int | None = None, labels: dict[str, str] | None = None) -> Experiment:
     """Plan (pure): trials and runs with their stable ids."""
     exp_id = experiment_id or new_experiment_id(loaded.spec.name)
     plan = make_plan(loaded.spec, exp_id, job_fingerprint(loaded), repeats)
     adaptive = loaded.spec.repeats if isinstance(loaded.spec.repeats, AdaptiveRepeats) and repeats is None else None
-    return Experiment(loaded, plan, settings, adaptive)
+    return Experiment(loaded, plan, settings, adaptive, tuple(sorted((labels or {}).items())))
 
 
 def make_backend(loaded: LoadedSpec) -> Backend:
@@ -115,6 +117,7 @@ def record_experiment(experiment: Experiment, store: Store) -> ExperimentRecord:
     record = ExperimentRecord(
         id=plan.experiment_id, name=spec.name, backend=spec.backend.kind, source=experiment.loaded.source,
         spec_text=experiment.loaded.text, job_fingerprint=plan.job_fingerprint, created_at=now, updated_at=now,
+        series=spec.series or spec.name, labels=dict(experiment.labels),
     )
     store.begin_experiment(record, plan)
     return record

@@ -1,0 +1,145 @@
+"""``kubebench history NAME`` (the series of a benchmark with its change points) and ``history accept``."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+from datetime import datetime
+from enum import Enum
+from typing import Annotated, Optional
+
+import typer
+from typer.core import TyperGroup
+
+from . import StoreOpt, app, expected_errors, make_console
+
+
+class _ShowByDefault(TyperGroup):
+    """``kubebench history NAME …`` is ``kubebench history show NAME …``; ``accept`` is a subcommand."""
+
+    def parse_args(self, ctx, args):
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = ["show", *args]
+        return super().parse_args(ctx, args)
+
+
+history_app = typer.Typer(cls=_ShowByDefault, no_args_is_help=True, rich_markup_mode=None,
+                          help="A benchmark's series: medians per experiment, change points, accepted changes.")
+app.add_typer(history_app, name="history")
+
+
+class HistoryFormat(str, Enum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
+NameArg = Annotated[str, typer.Argument(help="Series (a spec's name or `series:`), or an experiment id of it.",
+                                        show_default=False)]
+TrialOpt = Annotated[Optional[list[str]], typer.Option("--trial", help="Only trials with this parameter: key=value; repeatable.")]
+
+_AGO = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")
+_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_since(text: str, now: float | None = None) -> float:
+    """``7d``, ``12h``, ``2w`` (ago) or a date/time ``2026-11-01[T12:00]`` → a UNIX time."""
+    from ..errors import SpecError
+
+    match = _AGO.match(text.strip())
+    if match:
+        return (now if now is not None else time.time()) - float(match[1]) * _UNIT[match[2]]
+    try:
+        return datetime.fromisoformat(text.strip()).timestamp()
+    except ValueError:
+        raise SpecError(f"invalid --since {text!r}: give a time ago (7d, 12h, 2w) or a date (2026-11-01)") from None
+
+
+def parse_trials(items: list[str] | None) -> dict[str, str]:
+    """``["bs=32"]`` → ``{"bs": "32"}``; a bad item is a clear error."""
+    from ..errors import SpecError
+
+    wanted = {}
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise SpecError(f"invalid --trial {item!r}: expected KEY=VALUE (e.g. batch_size=32)")
+        wanted[key.strip()] = value.strip()
+    return wanted
+
+
+def load_history(db, name: str, metric: Optional[str], trials: dict[str, str], since: Optional[float],
+                 environments: bool = True):
+    """(series, metric, histories) of a series: what the CLI, the web page and the report show."""
+    from ..analyse.history import history
+    from ..errors import NotFoundError
+    from ..store.series import accepted_changes, noise_floors, read_series, resolve_series
+
+    series = resolve_series(db, name)
+    data = read_series(db, series, since=since, environments=environments)
+    if not data.experiments:
+        raise NotFoundError(f"series {series!r} has no experiments since then")
+    newest = db.experiment(data.experiments[-1].id)
+    metric_name, goal = newest.metric_goal(metric)
+    floors = noise_floors(db, series)
+    thresholds = {key: f.spread for (key, m), f in floors.items() if m == metric_name}
+    found = history(data, metric_name, goal, thresholds=thresholds, accepted=accepted_changes(db, series),
+                    trials=trials)
+    if not found:
+        raise NotFoundError(f"series {series!r} has no values of {metric_name!r}"
+                            + (" for trials " + ", ".join(f"{k}={v}" for k, v in trials.items()) if trials else ""))
+    return series, metric_name, found
+
+
+@history_app.command("show")
+@expected_errors
+def show(
+    name: NameArg,
+    metric: Annotated[Optional[str], typer.Option("--metric", help="Metric (default: the primary one).")] = None,
+    trial: TrialOpt = None,
+    since: Annotated[Optional[str], typer.Option("--since", help="Only experiments since: 30d, 12h, 2w or a date.")] = None,
+    format: Annotated[HistoryFormat, typer.Option("--format", "-f")] = HistoryFormat.table,
+    last: Annotated[int, typer.Option("--last", min=1, help="Points shown per trial in the table (JSON and CSV have all).")] = 20,
+    store: StoreOpt = None,
+) -> None:
+    """Per trial: the series of medians with CIs, and the change points with magnitude, direction and labels."""
+    from .analysis import _open
+
+    db = _open(store)
+    series, _, found = load_history(db, name, metric, parse_trials(trial), parse_since(since) if since else None)
+    if format is HistoryFormat.json:
+        from ..present.history import history_dict
+
+        sys.stdout.write(json.dumps({"series": series, "trials": [history_dict(h) for h in found]}, indent=2) + "\n")
+    elif format is HistoryFormat.csv:
+        from ..present.history import history_csv
+
+        sys.stdout.write(history_csv(found))
+    else:
+        from ..present.history import history_tables
+
+        console = make_console()
+        for item in history_tables(found, series, last):
+            console.print(item)
+
+
+@history_app.command("accept")
+@expected_errors
+def accept(
+    name: NameArg,
+    at: Annotated[str, typer.Option("--at", help="Experiment where the intended change starts.", show_default=False)],
+    note: Annotated[str, typer.Option("--note", help="Why the level changed (shown with the change).")] = "",
+    metric: Annotated[Optional[str], typer.Option("--metric", help="Only this metric (default: every metric).")] = None,
+    store: StoreOpt = None,
+) -> None:
+    """Mark a step change as intended: later detections and `check` measure against the new level."""
+    from ..store.series import accept_change, resolve_series
+    from .analysis import _open
+
+    db = _open(store)
+    series = resolve_series(db, name)
+    accept_change(db, series, at, metric or "", note)
+    make_console().print(f"accepted the change of series {series} at {at}" + (f" ({metric})" if metric else "")
+                         + (f": {note}" if note else ""))

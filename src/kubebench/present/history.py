@@ -1,0 +1,161 @@
+"""A series' history as terminal tables, JSON and CSV, and as a Plotly figure (report and dashboard)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import time
+from collections.abc import Sequence
+
+from ..analyse.history import Change, TrialHistory
+from ..analyse.stats import _json_number
+
+
+def params_text(params: dict[str, object]) -> str:
+    """``bs=32, lr=0.1``, or ``–`` for a trial without parameters."""
+    return ", ".join(f"{k}={v}" for k, v in params.items()) or "–"
+
+
+def percent(value: float) -> str:
+    """A signed percentage with one decimal (``−4.8%``), ``–`` when undefined."""
+    if value is None or not math.isfinite(value):
+        return "–"
+    return f"{value * 100:+.1f}%".replace("-", "−")
+
+
+def change_ci(change: Change) -> tuple[float, float]:
+    """The CI of the relative change of the value (ratio − 1)."""
+    low, high = change.point.comparison.ratio_ci
+    return low - 1, high - 1
+
+
+def describe(change: Change) -> str:
+    """``between commit abc123 → def456: −4.8% [−6.1, −3.5] regressed (p 0.0002)``."""
+    c = change.point.comparison
+    low, high = change_ci(change)
+    interval = "" if math.isnan(low) else f" [{percent(low).rstrip('%')}, {percent(high).rstrip('%')}]"
+    status = "accepted: " + (change.point.note or "intended") if change.point.accepted else c.verdict
+    p = "" if math.isnan(c.p_value) else f" (p {c.p_value:.2g})"
+    return f"between {change.between()}: {percent(c.ratio - 1)}{interval} {status}{p}"
+
+
+def history_dict(h: TrialHistory) -> dict:
+    """The JSON form of one trial's history: points and changes."""
+    return {
+        "params": h.params, "metric": h.metric, "goal": h.goal, "threshold": h.threshold,
+        "points": [{"experiment": p.experiment.id, "created_at": p.experiment.created_at,
+                    "labels": p.experiment.labels, **{k: _json_number(v) for k, v in p.summary.to_dict().items()}}
+                   for p in h.points],
+        "changes": [change_dict(c) for c in h.changes],
+    }
+
+
+def change_dict(change: Change) -> dict:
+    """The JSON form of one change point."""
+    c = change.point.comparison
+    low, high = change_ci(change)
+    return {"index": change.point.index, "experiment": change.after.id, "before": change.before.id,
+            "labels_before": change.before.labels, "labels_after": change.after.labels, "between": change.between(),
+            "change": _json_number(c.ratio - 1), "change_ci": [_json_number(low), _json_number(high)],
+            "p_value": _json_number(c.p_value), "verdict": c.verdict, "accepted": change.point.accepted,
+            "note": change.point.note, "environment": list(change.environment), "text": describe(change)}
+
+
+CSV_COLUMNS = ("params", "metric", "experiment", "created_at", "labels", "n", "median", "ci_low", "ci_high",
+               "change", "change_low", "change_high", "verdict", "p_value", "accepted")
+
+
+def history_csv(histories: Sequence[TrialHistory]) -> str:
+    """One row per point; the point where a change starts carries the change."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for h in histories:
+        at = {c.point.index: c for c in h.changes}
+        for i, p in enumerate(h.points):
+            s, change = p.summary, at.get(i)
+            row = [params_text(h.params), h.metric, p.experiment.id, f"{p.experiment.created_at:.3f}",
+                   ";".join(f"{k}={v}" for k, v in p.experiment.labels.items()), s.n, s.median, s.ci_low, s.ci_high]
+            if change is not None:
+                c = change.point.comparison
+                row += [c.ratio - 1, *change_ci(change), c.verdict, c.p_value, change.point.accepted]
+            else:
+                row += [""] * 6
+            writer.writerow(["" if isinstance(v, float) and math.isnan(v) else v for v in row])
+    return out.getvalue()
+
+
+def history_tables(histories: Sequence[TrialHistory], series: str, last: int = 20) -> list:
+    """Rich renderables: per trial, its last ``last`` points and every change point."""
+    from rich.table import Table
+    from rich.text import Text
+
+    out: list = []
+    for h in histories:
+        at = {c.point.index: c for c in h.changes}
+        table = Table(title=f"{series} · {h.metric} ({h.goal}) · {params_text(h.params)}", title_justify="left")
+        for name in ("experiment", "created", "labels", "n", "median", "95% CI", "change"):
+            table.add_column(name, justify="right" if name in ("n", "median", "95% CI") else "left")
+        start = max(0, len(h.points) - last)
+        if start:
+            table.add_row(f"… {start} earlier", "", "", "", "", "", "")
+        for i in range(start, len(h.points)):
+            p, change = h.points[i], at.get(i)
+            mark = ""
+            if change is not None:
+                mark = ("✓ accepted " if change.point.accepted else ("▲ " if change.point.comparison.verdict == "improved" else "▼ ")) + percent(change.point.comparison.ratio - 1)
+            table.add_row(p.experiment.id, time.strftime("%Y-%m-%d %H:%M", time.localtime(p.experiment.created_at)),
+                          " ".join(f"{k}={v}" for k, v in p.experiment.labels.items()), str(p.summary.n),
+                          _num(p.summary.median), _ci(p.summary.ci_low, p.summary.ci_high), mark)
+        out.append(table)
+        for change in h.changes:
+            style = "green" if change.point.comparison.verdict == "improved" or change.point.accepted else "bold red"
+            out.append(Text(f"  {change.after.id}: {describe(change)}", style=style))
+            for line in change.environment:
+                out.append(Text(f"    environment: {line}", style="yellow"))
+        if not h.changes:
+            out.append(Text("  no change point", style="dim"))
+    return out
+
+
+def _num(value: float) -> str:
+    return "–" if value is None or math.isnan(value) else f"{value:.4g}"
+
+
+def _ci(low: float, high: float) -> str:
+    return "–" if math.isnan(low) else f"{low:.4g} … {high:.4g}"
+
+
+def history_figure(histories: Sequence[TrialHistory], title: str = "") -> dict:
+    """A Plotly figure (as a dict): per trial, medians with CI bands, change points marked and annotated."""
+    traces, shapes, annotations = [], [], []
+    for n, h in enumerate(histories):
+        x = [time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(p.experiment.created_at)) for p in h.points]
+        name = params_text(h.params)
+        lows = [_json_number(p.summary.ci_low) for p in h.points]
+        highs = [_json_number(p.summary.ci_high) for p in h.points]
+        group = f"t{n}"
+        traces.append({"type": "scatter", "x": x + x[::-1], "y": highs + lows[::-1], "fill": "toself",
+                       "line": {"width": 0}, "opacity": 0.2, "hoverinfo": "skip", "showlegend": False,
+                       "legendgroup": group, "name": name + " CI"})
+        traces.append({"type": "scatter", "mode": "lines+markers", "x": x, "name": name, "legendgroup": group,
+                       "y": [_json_number(p.summary.median) for p in h.points],
+                       "customdata": [p.experiment.id for p in h.points],
+                       "text": [" ".join(f"{k}={v}" for k, v in p.experiment.labels.items()) for p in h.points],
+                       "hovertemplate": "%{customdata}<br>%{y:.4g}<br>%{text}<extra>" + name + "</extra>"})
+        for change in h.changes:
+            at = x[change.point.index]
+            color = "#2a9d8f" if change.point.accepted else (
+                "#2e7d32" if change.point.comparison.verdict == "improved" else "#c62828")
+            shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": at, "x1": at, "y0": 0, "y1": 1,
+                           "line": {"color": color, "dash": "dot" if change.point.accepted else "dash", "width": 1}})
+            annotations.append({"x": at, "yref": "paper", "y": 1, "yanchor": "bottom", "showarrow": False,
+                                "font": {"color": color, "size": 11},
+                                "text": ("accepted " if change.point.accepted else "") + percent(change.point.comparison.ratio - 1),
+                                "hovertext": describe(change)})
+    metric = histories[0].metric if histories else ""
+    layout = {"title": {"text": title}, "xaxis": {"title": {"text": "experiment (time)"}},
+              "yaxis": {"title": {"text": metric}}, "shapes": shapes, "annotations": annotations,
+              "hovermode": "closest", "margin": {"t": 60}}
+    return {"data": traces, "layout": layout}
