@@ -150,7 +150,7 @@ def history_figure(histories: Sequence[TrialHistory], title: str = "") -> dict:
                 "#2e7d32" if change.point.comparison.verdict == "improved" else "#c62828")
             shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": at, "x1": at, "y0": 0, "y1": 1,
                            "line": {"color": color, "dash": "dot" if change.point.accepted else "dash", "width": 1}})
-            annotations.append({"x": at, "yref": "paper", "y": 1, "yanchor": "bottom", "showarrow": False,
+            annotations.append({"x": at, "yref": "paper", "y": 1, "yanchor": "bottom", "showarrow": False, "yshift": 13 * n,
                                 "font": {"color": color, "size": 11},
                                 "text": ("accepted " if change.point.accepted else "") + percent(change.point.comparison.ratio - 1),
                                 "hovertext": describe(change)})

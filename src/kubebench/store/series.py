@@ -231,3 +231,49 @@ def notes(store, experiment_ids: Sequence[str]) -> dict[str, dict]:
     query = select(n.c.experiment_id, n.c.note, n.c.tags).where(n.c.experiment_id.in_(list(experiment_ids)))
     with transaction(store.engine, "read notes") as conn:
         return {exp_id: {"note": note, "tags": list(tags or [])} for exp_id, note, tags in conn.execute(query)}
+
+
+def series_version(store, series: str) -> tuple:
+    """What changes whenever the history of a series may: its experiments, accepted changes and floors
+    (caches of a computed history are keyed by it)."""
+    e, c, n = schema.experiments, schema.series_changes, schema.noise_floors
+    with transaction(store.engine, "read series") as conn:
+        exps = conn.execute(select(func.count(), func.max(e.c.updated_at)).where(e.c.series == series)).one()
+        changes = conn.execute(select(func.count(), func.max(c.c.created_at)).where(c.c.series == series)).one()
+        floors = conn.execute(select(func.count(), func.max(n.c.updated_at)).where(n.c.series == series)).one()
+    return tuple(exps) + tuple(changes) + tuple(floors)
+
+
+def trial_runs(store, experiment_ids: Sequence[str]) -> dict[str, list[tuple[dict, list[dict[str, float]]]]]:
+    """Each experiment's trials in order, with the metrics of their succeeded counted runs (one query)."""
+    t, r = schema.trials, schema.runs
+    if not experiment_ids:
+        return {}
+    query = (select(r.c.experiment_id, r.c.trial_id, type_coerce(t.c.params, String),
+                    type_coerce(r.c.metric_values, String))
+             .join(t, t.c.id == r.c.trial_id)
+             .where(r.c.experiment_id.in_(list(experiment_ids)), r.c.warmup.is_(False), r.c.status == "succeeded")
+             .order_by(r.c.experiment_id, t.c.index, r.c.repeat))
+    with transaction(store.engine, "read runs") as conn:
+        rows = conn.execute(query).all()
+    params = json_objects([row[2] for row in rows])
+    metrics = json_objects([row[3] for row in rows])
+    found: dict[str, dict[str, tuple[dict, list]]] = {}
+    for (exp_id, trial_id, _, _), p, m in zip(rows, params, metrics):
+        found.setdefault(exp_id, {}).setdefault(trial_id, (p, []))[1].append(m)
+    return {exp_id: list(trials.values()) for exp_id, trials in found.items()}
+
+
+def environments_of(store, experiment_ids: Sequence[str]) -> dict[str, dict[str, object]]:
+    """The most used provenance record of each experiment."""
+    with transaction(store.engine, "read provenance") as conn:
+        return _environments(conn, experiment_ids)
+
+
+def recent_experiments(store, series: str, until: float, count: int) -> list[str]:
+    """Ids of the last ``count`` experiments of a series created at or before ``until``, oldest first."""
+    e = schema.experiments
+    query = (select(e.c.id).where(e.c.series == series, e.c.created_at <= until)
+             .order_by(e.c.created_at.desc(), e.c.id.desc()).limit(count))
+    with transaction(store.engine, "read series") as conn:
+        return list(reversed(conn.scalars(query).all()))

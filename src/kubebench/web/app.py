@@ -20,7 +20,7 @@ def make_app(store, settings=None, token: str | None = None, read_only: bool = F
 
     from .. import __version__
     from ..monitor.exposition import make_registry
-    from . import api, pages
+    from . import api, history, pages
     from .auth import BodyLimit
     from .launcher import Launcher
 
@@ -46,6 +46,7 @@ def make_app(store, settings=None, token: str | None = None, read_only: bool = F
     web.add_middleware(BodyLimit)
     web.include_router(api.router)
     web.include_router(pages.router)
+    web.include_router(history.router)  # series history, sparklines, runs table (kubebench.web.history)
     web.mount("/static", StaticFiles(directory=STATIC), name="static")
     web.add_route("/metrics", pages.AsgiEndpoint(make_asgi_app(make_registry(store))), include_in_schema=False)
     return web
