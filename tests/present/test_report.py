@@ -43,6 +43,7 @@ def test_report_is_self_contained(report: Path) -> None:
     assert not re.findall(r"<(?:script|link)\b[^>]*\b(?:src|href)\s*=\s*[\"']?https?:", text)
     assert "rep-cand compared with rep-base" in text
     assert "olympic mean" in text and "regressed" in text
+    assert "History of series report-demo: throughput" in text and "12 points of 6 trial(s)" in text
 
 
 def test_report_plots_render_in_chromium(report: Path, browser, artifacts: Path) -> None:
@@ -54,7 +55,8 @@ def test_report_plots_render_in_chromium(report: Path, browser, artifacts: Path)
     page.wait_for_selector(".js-plotly-plot .main-svg")
     plots = page.locator(".js-plotly-plot")
     # per experiment: throughput vs workers, vs batch, distributions, scaling; plus the comparison chart
-    assert plots.count() == 9
+    # and the history of their series (both are report-demo)
+    assert plots.count() == 10
     for i in range(plots.count()):
         plot = plots.nth(i)
         assert plot.locator(".main-svg").count() > 0

@@ -101,3 +101,14 @@ def test_an_upgraded_store_puts_each_experiment_in_the_series_of_its_name(store_
     assert (store.experiment("old-exp").series, store.experiment("old-exp").labels) == ("old", {})
     assert [e.id for e in s.read_series(store, "old").experiments] == ["old-exp"]
     store.engine.dispose()
+
+
+def test_a_parameter_fixed_in_each_experiment_does_not_split_the_trials(store) -> None:
+    # speed is fixed within each experiment (it describes the experiment), bs is swept: trials are bs=…
+    for i, speed in enumerate((1.0, 0.9)):
+        store_experiment(store, f"v{i}", "bench", {"ips": [[100.0], [200.0]]},
+                         params=[{"bs": 8, "speed": speed}, {"bs": 16, "speed": speed}], created_at=1000.0 + i)
+    data = s.read_series(store, "bench")
+    assert sorted(data.params.values(), key=str) == [{"bs": 16}, {"bs": 8}]
+    assert sorted(data.runs[s.trial_key({"bs": 8})]) == ["v0", "v1"]
+    assert s.swept_parameters([("a", {"x": 1, "y": 1}), ("a", {"x": 2, "y": 1}), ("b", {"y": 2})]) == {"x"}

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from ..errors import SpecError
 from ..store.records import RunRecord
-from ..store.series import AcceptedChange, SeriesData, trial_key
+from ..store.series import AcceptedChange, SeriesData, swept_parameters, trial_key
 from .compare import Goal
 from .experiments import matched_trials
 from .family import Check
@@ -57,9 +57,11 @@ def pair_tests(base: Sequence[RunRecord], candidate: Sequence[RunRecord], metric
                thresholds: dict[tuple[str, str], float], default_threshold: float) -> list[Check]:
     """The tests of every matched trial × metric of two experiments."""
     tests = []
+    swept = swept_parameters((r.experiment_id, r.params) for r in (*base, *candidate))
     for metric, goal in metrics:
         for b, c in matched_trials(base, candidate, metric):
             if b.values or c.values:
-                threshold = thresholds.get((trial_key(c.params), metric), default_threshold)
+                key = trial_key({k: v for k, v in c.params.items() if k in swept})  # as read_series keys trials
+                threshold = thresholds.get((key, metric), default_threshold)
                 tests.append(Check(c.params, metric, goal, b.values, c.values, threshold))
     return tests

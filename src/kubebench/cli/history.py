@@ -143,3 +143,21 @@ def accept(
     accept_change(db, series, at, metric or "", note)
     make_console().print(f"accepted the change of series {series} at {at}" + (f" ({metric})" if metric else "")
                          + (f": {note}" if note else ""))
+
+
+def history_sections(db, records, metric: Optional[str]) -> list:
+    """``kubebench report``'s history sections: one per series (of more than one experiment) of ``records``."""
+    from ..present.history import history_section
+    from ..store.series import read_series
+
+    sections, seen = [], set()
+    for record in records:
+        series = record.series or record.name
+        if series in seen:
+            continue
+        seen.add(series)
+        if len(read_series(db, series).experiments) < 2:
+            continue
+        _, _, found = load_history(db, series, metric, {}, None)
+        sections.append(history_section(found, series))
+    return sections

@@ -159,3 +159,21 @@ def history_figure(histories: Sequence[TrialHistory], title: str = "") -> dict:
               "yaxis": {"title": {"text": metric}}, "shapes": shapes, "annotations": annotations,
               "hovermode": "closest", "margin": {"t": 60}}
     return {"data": traces, "layout": layout}
+
+
+def history_section(histories: Sequence[TrialHistory], series: str):
+    """A section of ``kubebench report``: the series' changes as a table, and its history plot."""
+    import html
+
+    from .report import Section
+
+    section = Section(f"History of series {series}: {histories[0].metric if histories else ''}")
+    rows = [(params_text(h.params), c.after.id, describe(c)) for h in histories for c in h.changes]
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>" for row in rows)
+    points = sum(len(h.points) for h in histories)
+    section.tables.append(
+        f"<p>{points} points of {len(histories)} trial(s); {len(rows) or 'no'} change point(s).</p>"
+        + (f"<table><thead><tr><th>trial</th><th>at</th><th>change</th></tr></thead><tbody>{body}</tbody></table>"
+           if rows else ""))
+    section.figures.append(history_figure(histories, f"{series}: {histories[0].metric if histories else ''}"))
+    return section

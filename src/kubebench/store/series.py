@@ -52,7 +52,8 @@ class SeriesData:
     """A series' experiments in time order and the succeeded counted runs' metrics of each trial.
 
     ``runs[trial_key][experiment_id]`` is the list of metric dicts of that trial's runs in that
-    experiment; ``params[trial_key]`` the trial's parameters (``trial_key``: canonical JSON of them).
+    experiment; ``params[trial_key]`` the trial's swept parameters (:func:`swept_parameters`; ``trial_key``:
+    canonical JSON of them).
     """
 
     series: str
@@ -101,12 +102,31 @@ def read_series(store, series: str, since: float | None = None, environments: bo
     params_text = [p if isinstance(p, str) else json.dumps(p) for _, p, _ in run_rows]
     distinct = list(dict.fromkeys(params_text))
     parsed_params = dict(zip(distinct, json_objects(distinct)))
+    swept = swept_parameters((exp_id, parsed_params[text]) for (exp_id, _, _), text in zip(run_rows, params_text))
+    trials = {text: {k: v for k, v in parsed_params[text].items() if k in swept} for text in distinct}
+    keys = {text: trial_key(params) for text, params in trials.items()}
     metrics = json_objects([row[2] for row in run_rows])
     for (exp_id, _, _), text, values in zip(run_rows, params_text, metrics):
-        key = trial_key(parsed_params[text])
-        data.params.setdefault(key, parsed_params[text])
+        key = keys[text]
+        data.params.setdefault(key, trials[text])
         data.runs.setdefault(key, {}).setdefault(exp_id, []).append(values)
     return data
+
+
+def swept_parameters(trials: Iterable[tuple[str, dict[str, object]]]) -> set[str]:
+    """Parameters that take more than one value within some experiment: they name a trial.
+
+    A parameter fixed within each experiment (``speed: 0.9`` one night, ``1.0`` the next) describes
+    the experiment, not the trial, and may change along a series (as ``kubebench compare`` matches).
+    """
+    seen: dict[tuple[str, str], str] = {}
+    swept: set[str] = set()
+    for exp_id, params in trials:
+        for k, v in params.items():
+            text = json.dumps(v, sort_keys=True, default=str)
+            if seen.setdefault((exp_id, k), text) != text:
+                swept.add(k)
+    return swept
 
 
 def _environments(conn, experiment_ids: Sequence[str]) -> dict[str, dict[str, object]]:
