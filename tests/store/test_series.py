@@ -112,3 +112,32 @@ def test_a_parameter_fixed_in_each_experiment_does_not_split_the_trials(store) -
     assert sorted(data.params.values(), key=str) == [{"bs": 16}, {"bs": 8}]
     assert sorted(data.runs[s.trial_key({"bs": 8})]) == ["v0", "v1"]
     assert s.swept_parameters([("a", {"x": 1, "y": 1}), ("a", {"x": 2, "y": 1}), ("b", {"y": 2})]) == {"x"}
+
+
+def test_the_sqlite3_series_reader_answers_what_the_store_answers(store_url: str) -> None:
+    from kubebench.store.series_reader import SqliteSeries, StoreSeries, open_series
+    from kubebench.store.store import open_store
+
+    store = open_store(store_url)
+    _series(store)
+    store_experiment(store, "e9", "bench", {"ips": [[5.0, 6.0], [7.0]], "lat": [[1.0, 2.0], []]},
+                     params=[{"bs": 8}, {"bs": 16}], created_at=2000.0, provenance={"host": {"name": "other"}})
+    s.accept_change(store, "bench", "e1", note="n")
+    s.save_noise_floors(store, "bench", [s.NoiseFloor(s.trial_key({"bs": 8}), "ips", 0.01, 0.02, ("e0", "e1"), 4)])
+    fast, full = open_series(store_url), StoreSeries(store)
+    assert isinstance(fast, SqliteSeries) == store_url.startswith("sqlite")
+    for source in (fast, full):
+        assert source.resolve_series("e2") == "bench" and source.newest_experiment("bench") == "e9"
+        assert source.accepted_changes("bench") == s.accepted_changes(store, "bench")
+        assert source.noise_floors("bench") == s.noise_floors(store, "bench")
+        assert source.environments(["e0", "e9"]) == s.environments_of(store, ["e0", "e9"])
+        with pytest.raises(NotFoundError, match="no series or experiment 'nope'"):
+            source.resolve_series("nope")
+    reference = s.read_series(store, "bench")
+    assert fast.read_series("bench") == reference
+    one = fast.read_series("bench", metrics=["ips"])
+    assert (one.experiments, one.params) == (reference.experiments, reference.params)
+    assert {k: {e: sorted(m["ips"] for m in runs) for e, runs in by_exp.items()} for k, by_exp in one.runs.items()} == \
+        {k: {e: sorted(m["ips"] for m in runs) for e, runs in by_exp.items()} for k, by_exp in reference.runs.items()}
+    assert fast.read_series("bench", since=1001.5).experiments == reference.experiments[2:]
+    store.engine.dispose()

@@ -5,7 +5,7 @@ of one trial, in time order) and returns where the level changed. No I/O.
 
 How (library choice and method, see docs/history.md):
 
-1. **Candidates** come from binary segmentation (``ruptures.Binseg``) with a cost written for our data:
+1. **Candidates** come from binary segmentation (ruptures' ``Binseg``, see below) with a cost written for our data:
    the squared error of every *run* around its segment's mean, where segments may only start at a
    point (an experiment), so a point's repeats are never split and points of any repeat count mix.
    Values are taken on a log scale when all are positive, so that a step is relative (3% is 3%
@@ -17,17 +17,21 @@ How (library choice and method, see docs/history.md):
    the within-point variance alone would then see every day-to-day wobble as a change.
 3. **Confirmation**: each candidate is compared, with :func:`kubebench.analyse.compare.compare` (the
    same test, threshold and bootstrap CI as ``kubebench compare``), between the runs of the segment
-   before it and those of the segment after it; a candidate whose verdict is not improved or
-   regressed is dropped, the weakest first, and the others are compared again over the merged segments.
+   before it and those of the segment after it (at most ``CONFIRM_WINDOW`` points each side); a
+   candidate whose verdict is not improved or regressed is dropped, the weakest first, and the others are compared again over the merged segments.
 4. **Accepted changes** (``kubebench history accept``) split the series for good: nothing is compared
    across them, so later detections measure against the level after them.
 
-Why ``ruptures``: Apache Otava (the maintained home of Hunter's E-divisive) and MongoDB's
-signal-processing-algorithms both pin old NumPy/SciPy (``numpy==2.2.*``/``scipy<1.17``; ``numpy<2``),
-which would downgrade the NumPy and SciPy kubebench and PyTorch use, and Otava brings BigQuery,
-Slack and Graphite clients; ruptures is maintained, installs on NumPy 2 wheels, and takes a custom
-cost, which is what lets the repeats (not one number per point) drive the segmentation.
-Its penalty was chosen by simulation (``tests/analyse/test_changepoint.py``, ``bench/history_detection.py``).
+Why ruptures' method, and why its loop is ours: Apache Otava (the maintained home of Hunter's
+E-divisive) and MongoDB's signal-processing-algorithms both pin old NumPy/SciPy (``numpy==2.2.*`` and
+``scipy<1.17``; ``numpy<2``), which would downgrade the NumPy and SciPy kubebench and PyTorch use, and
+Otava brings BigQuery, Slack and Graphite clients. ruptures (maintained, NumPy 2 wheels) takes a custom
+cost, which is what lets the repeats drive the segmentation, but importing it imports scipy.stats,
+scipy.signal and scipy.spatial: 1.5–2 s here, more than ``kubebench history`` may take in all
+(< 1 s on 500 experiments × 20 trials). So :func:`binary_segmentation` is ruptures' ``Binseg`` loop
+written out (20 lines), and ``tests/analyse/test_changepoint.py`` runs the real ruptures on seeded
+series and checks that both find the same breakpoints. The penalty was chosen by simulation
+(``bench/history_detection.py``).
 """
 
 from __future__ import annotations
@@ -36,7 +40,14 @@ import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from .compare import Comparison, Goal, compare
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # compare needs NumPy and SciPy: imported only when there is a candidate to confirm
+    from .compare import Comparison, Goal
+
+#: Points on each side of a candidate that its comparison takes (up to the neighbouring changes): the
+#: level just before and just after it, and a bootstrap of 2 × 100 runs instead of 2 × 1,000 on long series.
+CONFIRM_WINDOW = 20
 
 #: β of the penalty β · log(points) · noise; chosen by simulation: ≤ 5% of flat 40-point series
 #: report a change, ≥ 90% of 3% steps (CV 2%, 5 runs per point) are found within ±1 point.
@@ -68,8 +79,11 @@ def detect(points: Sequence[Sequence[float]], *, goal: Goal, threshold: float = 
     found: list[ChangePoint] = []
     for start, end in zip(bounds, bounds[1:]):
         found += _confirmed(values, start, end, goal, threshold, alpha, penalty)
+    if cuts:
+        from .compare import compare
     for i, cut in enumerate(cuts):
-        before, after = _pooled(values, bounds[i], cut), _pooled(values, cut, bounds[i + 2])
+        before = _pooled(values, max(bounds[i], cut - CONFIRM_WINDOW), cut)
+        after = _pooled(values, cut, min(bounds[i + 2], cut + CONFIRM_WINDOW))
         found.append(ChangePoint(cut, compare(before, after, goal=goal, threshold=threshold, alpha=alpha),
                                  accepted=True, note=(notes or {}).get(cut, "")))
     return sorted(found, key=lambda c: c.index)
@@ -80,9 +94,12 @@ def _confirmed(values: list[list[float]], start: int, end: int, goal: Goal, thre
     """Candidates of [start, end) that the comparison confirms (the weakest dropped first)."""
     candidates = candidates_of(values[start:end], penalty)
     cuts = [start + c for c in candidates]
+    if cuts:
+        from .compare import compare
     while cuts:
         edges = [start, *cuts, end]
-        compared = [compare(_pooled(values, edges[i], c), _pooled(values, c, edges[i + 2]),
+        compared = [compare(_pooled(values, max(edges[i], c - CONFIRM_WINDOW), c),
+                            _pooled(values, c, min(edges[i + 2], c + CONFIRM_WINDOW)),
                             goal=goal, threshold=threshold, alpha=alpha) for i, c in enumerate(cuts)]
         weak = [(c.p_value if math.isfinite(c.p_value) else 2.0, i) for i, c in enumerate(compared)
                 if c.verdict not in ("improved", "regressed")]
@@ -94,12 +111,6 @@ def _confirmed(values: list[list[float]], start: int, end: int, goal: Goal, thre
 
 def candidates_of(points: Sequence[Sequence[float]], penalty: float = PENALTY) -> list[int]:
     """Indices where binary segmentation over the repeats splits the series (see the module docstring)."""
-    import numpy as np
-    import ruptures
-    from ruptures.base import BaseCost
-
-    BaseCost.register(GroupedL2)  # ruptures checks isinstance; ours needs none of BaseCost's code
-
     usable = [p for p in points if p]
     if len(usable) < 2:
         return []
@@ -109,12 +120,35 @@ def candidates_of(points: Sequence[Sequence[float]], penalty: float = PENALTY) -
     noise = point_noise(scaled)
     if not noise > 0:
         return []
-    cost = GroupedL2(scaled)
     runs_per_point = sum(len(p) for p in scaled) / len(scaled)
     pen = penalty * math.log(len(scaled)) * runs_per_point * noise
-    algo = ruptures.Binseg(custom_cost=cost, min_size=1, jump=1).fit(np.arange(len(scaled), dtype=float))
-    breakpoints = algo.predict(pen=max(pen, 1e-300))[:-1]  # the last one is the series' end
-    return [positions[b] for b in breakpoints]
+    return [positions[b] for b in binary_segmentation(GroupedL2(scaled), len(scaled), pen)]
+
+
+def binary_segmentation(cost: "GroupedL2", n: int, pen: float) -> list[int]:
+    """Breakpoints of [0, n) by greedy binary segmentation: split where the cost falls most, while it
+    falls by more than ``pen`` (ruptures' ``Binseg(min_size=1, jump=1).predict(pen=…)``, same ties).
+
+    Ours rather than ruptures' own loop: importing ruptures imports scipy.stats, scipy.signal and
+    scipy.spatial (1.5–2 s here), longer than ``kubebench history`` may take in all; a test checks
+    that both give the same breakpoints on seeded series.
+    """
+    best: dict[tuple[int, int], tuple[float, int]] = {}
+
+    def split(start: int, end: int) -> tuple[float, int]:
+        if (start, end) not in best:
+            whole = cost.error(start, end)
+            gains = [(whole - cost.error(start, b) - cost.error(b, end), b) for b in range(start + 1, end)]
+            best[(start, end)] = max(gains) if gains else (0.0, -1)
+        return best[(start, end)]
+
+    breakpoints = [n]
+    while True:
+        edges = [0, *breakpoints]
+        gain, at = max(split(a, b) for a, b in zip(edges, edges[1:]))
+        if at < 0 or not gain > pen:
+            return breakpoints[:-1]
+        breakpoints = sorted([*breakpoints, at])
 
 
 def point_noise(points: Sequence[Sequence[float]]) -> float:
@@ -142,7 +176,7 @@ def _pooled(values: list[list[float]], start: int, end: int) -> list[float]:
 
 
 class GroupedL2:
-    """ruptures cost: squared error of every run of points [start, end) around their mean.
+    """Cost (ruptures' interface): squared error of every run of points [start, end) around their mean.
 
     Prefix sums make each segment's cost O(1), whatever the repeats per point.
     """

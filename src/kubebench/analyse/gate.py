@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from ..errors import SpecError
 from ..store.records import RunRecord
-from ..store.series import AcceptedChange, SeriesData, swept_parameters, trial_key
+from ..store.series_records import AcceptedChange, SeriesData, swept_parameters, trial_key
 from .compare import Goal
 from .experiments import matched_trials
 from .family import Check

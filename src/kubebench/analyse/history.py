@@ -8,10 +8,11 @@ the report present alike.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from ..provenance import provenance_differences
-from ..store.series import AcceptedChange, SeriesData, SeriesExperiment
+from ..store.series_records import AcceptedChange, SeriesData, SeriesExperiment
 from .changepoint import ChangePoint, detect
 from .compare import Goal
 from .stats import Summary, summarize
@@ -22,11 +23,15 @@ DEFAULT_THRESHOLD = 0.02
 
 @dataclass(frozen=True)
 class Point:
-    """One experiment's runs of one trial: their summary (median, CI …) and the values themselves."""
+    """One experiment's runs of one trial: the values and their summary (median, CI …)."""
 
     experiment: SeriesExperiment
-    summary: Summary
     values: tuple[float, ...]
+
+    @cached_property
+    def summary(self) -> Summary:
+        """Computed when first asked: a table of 10,000 points shows the summaries of a few hundred."""
+        return summarize(self.values)
 
 
 @dataclass(frozen=True)
@@ -81,7 +86,7 @@ def history(data: SeriesData, metric: str, goal: Goal, *, thresholds: dict[str, 
         if trials and not trial_matches(params, trials):
             continue
         by_experiment = data.runs.get(key, {})
-        points = [Point(e, summarize(vals), tuple(vals)) for e in data.experiments
+        points = [Point(e, tuple(vals)) for e in data.experiments
                   if (vals := [m[metric] for m in by_experiment.get(e.id, []) if metric in m])]
         if not points:
             continue
@@ -100,3 +105,18 @@ def _change(point: ChangePoint, points: Sequence[Point], data: SeriesData) -> Ch
     envs = data.environments
     differences = provenance_differences(envs[before.id], envs[after.id]) if before.id in envs and after.id in envs else []
     return Change(point, before, after, tuple(differences))
+
+
+def attach_environments(histories: Sequence[TrialHistory], envs: dict[str, dict[str, object]]) -> list[TrialHistory]:
+    """The histories with what differs in the environment around each change (``envs``: id → provenance)."""
+    def with_env(c: Change) -> Change:
+        if c.before.id not in envs or c.after.id not in envs:
+            return c
+        return replace(c, environment=tuple(provenance_differences(envs[c.before.id], envs[c.after.id])))
+
+    return [replace(h, changes=tuple(with_env(c) for c in h.changes)) for h in histories]
+
+
+def change_experiments(histories: Sequence[TrialHistory]) -> list[str]:
+    """Ids of the experiments on either side of every change (whose environments are compared)."""
+    return list(dict.fromkeys(e.id for h in histories for c in h.changes for e in (c.before, c.after)))

@@ -13,7 +13,7 @@ import math
 import statistics
 from collections.abc import Sequence
 
-from ..store.series import NoiseFloor, SeriesData
+from ..store.series_records import NoiseFloor, SeriesData
 
 #: A threshold below this is not believed: two A/A experiments may land unusually close by chance.
 MIN_THRESHOLD = 0.005

@@ -45,7 +45,7 @@ def history_dict(h: TrialHistory) -> dict:
     return {
         "params": h.params, "metric": h.metric, "goal": h.goal, "threshold": h.threshold,
         "points": [{"experiment": p.experiment.id, "created_at": p.experiment.created_at,
-                    "labels": p.experiment.labels, **{k: _json_number(v) for k, v in p.summary.to_dict().items()}}
+                    "labels": p.experiment.labels, **{k: _json_number(v) for k, v in vars(p.summary).items()}}
                    for p in h.points],
         "changes": [change_dict(c) for c in h.changes],
     }
@@ -86,37 +86,69 @@ def history_csv(histories: Sequence[TrialHistory]) -> str:
     return out.getvalue()
 
 
-def history_tables(histories: Sequence[TrialHistory], series: str, last: int = 20) -> list:
-    """Rich renderables: per trial, its last ``last`` points and every change point."""
+_BARS = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: Sequence[float]) -> str:
+    """The values as a line of block characters (lowest ▁, highest █); nan as a space."""
+    known = [v for v in values if math.isfinite(v)]
+    if not known:
+        return ""
+    low, high = min(known), max(known)
+    span = (high - low) or 1.0
+    return "".join(_BARS[min(7, int((v - low) / span * 8))] if math.isfinite(v) else " " for v in values)
+
+
+def history_tables(histories: Sequence[TrialHistory], series: str, last: int = 0, trend: int = 40) -> list:
+    """Rich renderables: one row per trial (its latest median, a sparkline of its last ``trend`` medians,
+    its changes), every change with what surrounds it, and with ``last`` the last points of each trial."""
     from rich.table import Table
     from rich.text import Text
 
-    out: list = []
+    metric = histories[0].metric if histories else ""
+    summary = Table(title=f"{series} · {metric} ({histories[0].goal if histories else ''})", title_justify="left")
+    for name in ("trial", "points", "latest", "median", "95% CI", f"last {trend} medians", "changes"):
+        summary.add_column(name, justify="right" if name in ("points", "median", "95% CI") else "left")
     for h in histories:
-        at = {c.point.index: c for c in h.changes}
-        table = Table(title=f"{series} · {h.metric} ({h.goal}) · {params_text(h.params)}", title_justify="left")
-        for name in ("experiment", "created", "labels", "n", "median", "95% CI", "change"):
-            table.add_column(name, justify="right" if name in ("n", "median", "95% CI") else "left")
-        start = max(0, len(h.points) - last)
-        if start:
-            table.add_row(f"… {start} earlier", "", "", "", "", "", "")
-        for i in range(start, len(h.points)):
-            p, change = h.points[i], at.get(i)
-            mark = ""
-            if change is not None:
-                mark = ("✓ accepted " if change.point.accepted else ("▲ " if change.point.comparison.verdict == "improved" else "▼ ")) + percent(change.point.comparison.ratio - 1)
-            table.add_row(p.experiment.id, time.strftime("%Y-%m-%d %H:%M", time.localtime(p.experiment.created_at)),
-                          " ".join(f"{k}={v}" for k, v in p.experiment.labels.items()), str(p.summary.n),
-                          _num(p.summary.median), _ci(p.summary.ci_low, p.summary.ci_high), mark)
-        out.append(table)
+        p = h.points[-1]
+        marks = " ".join(_mark(c) for c in h.changes[-3:]) + (" …" if len(h.changes) > 3 else "")
+        summary.add_row(params_text(h.params), str(len(h.points)), p.experiment.id, _num(p.summary.median),
+                        _ci(p.summary.ci_low, p.summary.ci_high),
+                        sparkline([q.summary.median for q in h.points[-trend:]]), marks or "none")
+    out: list = [summary]
+    for h in histories:
         for change in h.changes:
             style = "green" if change.point.comparison.verdict == "improved" or change.point.accepted else "bold red"
-            out.append(Text(f"  {change.after.id}: {describe(change)}", style=style))
-            for line in change.environment:
-                out.append(Text(f"    environment: {line}", style="yellow"))
-        if not h.changes:
-            out.append(Text("  no change point", style="dim"))
+            out.append(Text(f"  {params_text(h.params)} · {change.after.id}: {describe(change)}", style=style))
+            out.extend(Text(f"    environment: {line}", style="yellow") for line in change.environment)
+    if last:
+        out.extend(_points_table(h, series, last) for h in histories)
     return out
+
+
+def _mark(change: Change) -> str:
+    if change.point.accepted:
+        return f"✓{percent(change.point.comparison.ratio - 1)}@{change.after.id}"
+    arrow = "▲" if change.point.comparison.verdict == "improved" else "▼"
+    return f"{arrow}{percent(change.point.comparison.ratio - 1)}@{change.after.id}"
+
+
+def _points_table(h: TrialHistory, series: str, last: int):
+    from rich.table import Table
+
+    at = {c.point.index: c for c in h.changes}
+    table = Table(title=f"{series} · {h.metric} · {params_text(h.params)}", title_justify="left")
+    for name in ("experiment", "created", "labels", "n", "median", "95% CI", "change"):
+        table.add_column(name, justify="right" if name in ("n", "median", "95% CI") else "left")
+    start = max(0, len(h.points) - last)
+    if start:
+        table.add_row(f"… {start} earlier", "", "", "", "", "", "")
+    for i in range(start, len(h.points)):
+        p, change = h.points[i], at.get(i)
+        table.add_row(p.experiment.id, time.strftime("%Y-%m-%d %H:%M", time.localtime(p.experiment.created_at)),
+                      " ".join(f"{k}={v}" for k, v in p.experiment.labels.items()), str(p.summary.n),
+                      _num(p.summary.median), _ci(p.summary.ci_low, p.summary.ci_high), _mark(change) if change else "")
+    return table
 
 
 def _num(value: float) -> str:

@@ -9,10 +9,8 @@ joined to the runs by experiment (what 500 experiments × 20 trials × 5 runs ne
 from __future__ import annotations
 
 import json
-import re
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 
 from sqlalchemy import String, delete, func, insert, select, type_coerce
 
@@ -20,53 +18,8 @@ from ..errors import NotFoundError, SpecError
 from . import schema
 from .engine import transaction
 from .records import json_objects
-
-_LABEL_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
-
-
-def parse_labels(items: Iterable[str]) -> dict[str, str]:
-    """``["version=1.4.2", "commit=abc123"]`` → a dict; a bad item is a SpecError saying which and why."""
-    labels: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        key, value = key.strip(), value.strip()
-        if not sep or not _LABEL_KEY.match(key) or not value or len(value) > 256:
-            raise SpecError(f"invalid --label {item!r}: expected KEY=VALUE, the key a name "
-                            "(letters, digits, _ . -) and the value 1 to 256 characters (e.g. version=1.4.2)")
-        labels[key] = value
-    return labels
-
-
-@dataclass(frozen=True)
-class SeriesExperiment:
-    """One experiment of a series, as its points carry it: id, time, labels and environment."""
-
-    id: str
-    created_at: float
-    labels: dict[str, str]
-    name: str = ""
-
-
-@dataclass(frozen=True)
-class SeriesData:
-    """A series' experiments in time order and the succeeded counted runs' metrics of each trial.
-
-    ``runs[trial_key][experiment_id]`` is the list of metric dicts of that trial's runs in that
-    experiment; ``params[trial_key]`` the trial's swept parameters (:func:`swept_parameters`; ``trial_key``:
-    canonical JSON of them).
-    """
-
-    series: str
-    experiments: list[SeriesExperiment]
-    params: dict[str, dict[str, object]] = field(default_factory=dict)
-    runs: dict[str, dict[str, list[dict[str, float]]]] = field(default_factory=dict)
-    #: the environment (provenance) most runs of each experiment ran in
-    environments: dict[str, dict[str, object]] = field(default_factory=dict)
-
-
-def trial_key(params: dict[str, object]) -> str:
-    """A trial's identity across the experiments of a series: its parameters as canonical JSON."""
-    return json.dumps(params, sort_keys=True, default=str, separators=(",", ":"))
+from .series_records import (AcceptedChange, NoiseFloor, SeriesData, SeriesExperiment,  # noqa: F401  (API)
+                             build_series, parse_labels, swept_parameters, trial_key)
 
 
 def resolve_series(store, name: str) -> str:
@@ -96,37 +49,7 @@ def read_series(store, series: str, since: float | None = None, environments: bo
         exp_rows = conn.execute(exp_query).all()
         run_rows = conn.execute(run_query).all()
         envs = _environments(conn, [row[0] for row in exp_rows]) if environments else {}
-    labels = json_objects([row[2] for row in exp_rows])
-    experiments = [SeriesExperiment(row[0], row[1], dict(lab), row[3]) for row, lab in zip(exp_rows, labels)]
-    data = SeriesData(series, experiments, environments=envs)
-    params_text = [p if isinstance(p, str) else json.dumps(p) for _, p, _ in run_rows]
-    distinct = list(dict.fromkeys(params_text))
-    parsed_params = dict(zip(distinct, json_objects(distinct)))
-    swept = swept_parameters((exp_id, parsed_params[text]) for (exp_id, _, _), text in zip(run_rows, params_text))
-    trials = {text: {k: v for k, v in parsed_params[text].items() if k in swept} for text in distinct}
-    keys = {text: trial_key(params) for text, params in trials.items()}
-    metrics = json_objects([row[2] for row in run_rows])
-    for (exp_id, _, _), text, values in zip(run_rows, params_text, metrics):
-        key = keys[text]
-        data.params.setdefault(key, trials[text])
-        data.runs.setdefault(key, {}).setdefault(exp_id, []).append(values)
-    return data
-
-
-def swept_parameters(trials: Iterable[tuple[str, dict[str, object]]]) -> set[str]:
-    """Parameters that take more than one value within some experiment: they name a trial.
-
-    A parameter fixed within each experiment (``speed: 0.9`` one night, ``1.0`` the next) describes
-    the experiment, not the trial, and may change along a series (as ``kubebench compare`` matches).
-    """
-    seen: dict[tuple[str, str], str] = {}
-    swept: set[str] = set()
-    for exp_id, params in trials:
-        for k, v in params.items():
-            text = json.dumps(v, sort_keys=True, default=str)
-            if seen.setdefault((exp_id, k), text) != text:
-                swept.add(k)
-    return swept
+    return build_series(series, exp_rows, run_rows, envs)
 
 
 def _environments(conn, experiment_ids: Sequence[str]) -> dict[str, dict[str, object]]:
@@ -155,17 +78,6 @@ def series_list(store) -> list[tuple[str, int, float]]:
         return [(s, n, last) for s, n, last in conn.execute(query)]
 
 
-@dataclass(frozen=True)
-class AcceptedChange:
-    """A step change accepted as intended at ``experiment_id`` (``metric`` "" = every metric)."""
-
-    series: str
-    experiment_id: str
-    metric: str
-    note: str
-    created_at: float
-
-
 def accept_change(store, series: str, experiment_id: str, metric: str = "", note: str = "") -> AcceptedChange:
     """Record that the level of ``series`` changed on purpose at ``experiment_id`` (replaces an earlier note)."""
     e, c = schema.experiments, schema.series_changes
@@ -187,22 +99,6 @@ def accepted_changes(store, series: str) -> list[AcceptedChange]:
     query = select(c.c.series, c.c.experiment_id, c.c.metric, c.c.note, c.c.created_at).where(c.c.series == series)
     with transaction(store.engine, "read accepted changes") as conn:
         return sorted((AcceptedChange(*row) for row in conn.execute(query)), key=lambda a: a.created_at)
-
-
-@dataclass(frozen=True)
-class NoiseFloor:
-    """Run-to-run noise of one trial × metric measured by A/A experiments (``kubebench calibrate``).
-
-    ``spread``: the largest relative difference between the median of one A/A experiment and the
-    median of the others' runs; ``cv``: the pooled within-experiment coefficient of variation.
-    """
-
-    trial_key: str
-    metric: str
-    spread: float
-    cv: float
-    experiments: tuple[str, ...]
-    runs: int
 
 
 def save_noise_floors(store, series: str, floors: Sequence[NoiseFloor]) -> None:

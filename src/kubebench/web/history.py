@@ -65,6 +65,7 @@ def history_api(request: Request, name: str,
     from ..cli.history import load_history, parse_trials
     from ..present.history import history_dict, history_figure
     from ..store.series import resolve_series, series_version
+    from ..store.series_reader import StoreSeries
 
     store = _store(request)
     series = resolve_series(store, name)
@@ -75,7 +76,7 @@ def history_api(request: Request, name: str,
         hit = cache.get(key)
     if hit and hit[0] == version:
         return hit[1]
-    _, metric_name, found = load_history(store, series, metric, parse_trials(trial), None)
+    _, metric_name, found = load_history(StoreSeries(store), series, metric, parse_trials(trial), None)
     newest = store.experiment(found[0].points[-1].experiment.id)
     answer = {"series": series, "metric": metric_name, "goal": found[0].goal,
               "metrics": [m["name"] for m in newest.declared_metrics()],
