@@ -53,7 +53,9 @@ def test_history_api_answers_what_the_cli_finds(client) -> None:
     [change] = by_bs[8]["changes"]
     assert change["experiment"] in ("e11", "e12", "e13") and change["verdict"] == "regressed"
     assert change["between"].startswith("version 1.")
-    assert by_bs[16]["changes"] == [] and len(by_bs[16]["points"]) == 24
+    assert by_bs[16]["changes"] == [] and by_bs[16]["n_points"] == 24 and "points" not in by_bs[16]
+    full = client.get("/api/history/bench?points=true").json()["trials"][0]
+    assert len(full["points"]) == 24 and full["points"][0]["experiment"] == "e00"
     assert {t["type"] for t in answer["figure"]["data"]} == {"scatter"} and answer["figure"]["layout"]["shapes"]
     assert client.get("/api/history/e05").json()["series"] == "bench"  # an experiment names its series
     assert client.get("/api/history/nope").status_code == 404

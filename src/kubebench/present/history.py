@@ -40,22 +40,23 @@ def describe(change: Change) -> str:
     return f"between {change.between()}: {percent(c.ratio - 1)}{interval} {status}{p}"
 
 
-def history_dict(h: TrialHistory) -> dict:
-    """The JSON form of one trial's history: points and changes."""
-    return {
-        "params": h.params, "metric": h.metric, "goal": h.goal, "threshold": h.threshold,
-        "points": [{"experiment": p.experiment.id, "created_at": p.experiment.created_at,
-                    "labels": p.experiment.labels, **{k: _json_number(v) for k, v in vars(p.summary).items()}}
-                   for p in h.points],
-        "changes": [change_dict(c) for c in h.changes],
-    }
+def history_dict(h: TrialHistory, points: bool = True) -> dict:
+    """The JSON form of one trial's history: points (unless ``points=False``) and changes."""
+    found: dict = {"params": h.params, "metric": h.metric, "goal": h.goal, "threshold": h.threshold}
+    if points:
+        found["points"] = [{"experiment": p.experiment.id, "created_at": p.experiment.created_at,
+                            "labels": p.experiment.labels, **{k: _json_number(v) for k, v in vars(p.summary).items()}}
+                           for p in h.points]
+    found["changes"] = [change_dict(c) for c in h.changes]
+    return found
 
 
 def change_dict(change: Change) -> dict:
     """The JSON form of one change point."""
     c = change.point.comparison
     low, high = change_ci(change)
-    return {"index": change.point.index, "experiment": change.after.id, "before": change.before.id,
+    return {"index": change.point.index, "experiment": change.after.id, "created_at": change.after.created_at,
+            "before": change.before.id,
             "labels_before": change.before.labels, "labels_after": change.after.labels, "between": change.between(),
             "change": _json_number(c.ratio - 1), "change_ci": [_json_number(low), _json_number(high)],
             "p_value": _json_number(c.p_value), "verdict": c.verdict, "accepted": change.point.accepted,

@@ -60,8 +60,10 @@ def table_page(request: Request) -> HTMLResponse:
 @router.get("/api/history/{name}", tags=["api"])
 def history_api(request: Request, name: str,
                 metric: Annotated[str | None, Query(description="metric (default: the primary one)")] = None,
-                trial: Annotated[list[str] | None, Query(description="key=value; repeatable")] = None) -> dict:
-    """A series' history as ``kubebench history -f json`` gives it, plus a Plotly figure of it."""
+                trial: Annotated[list[str] | None, Query(description="key=value; repeatable")] = None,
+                points: Annotated[bool, Query(description="each trial's points too (the figure has them drawn)")] = False,
+                ) -> dict:
+    """A series' history as ``kubebench history -f json`` gives it (``points=true``), plus a Plotly figure of it."""
     from ..cli.history import load_history, parse_trials
     from ..present.history import history_dict, history_figure
     from ..store.series import resolve_series, series_version
@@ -69,7 +71,7 @@ def history_api(request: Request, name: str,
 
     store = _store(request)
     series = resolve_series(store, name)
-    key = (series, metric, tuple(trial or ()))
+    key = (series, metric, tuple(trial or ()), points)
     version = series_version(store, series)
     cache = _cache(request)
     with _lock:
@@ -80,7 +82,8 @@ def history_api(request: Request, name: str,
     newest = store.experiment(found[0].points[-1].experiment.id)
     answer = {"series": series, "metric": metric_name, "goal": found[0].goal,
               "metrics": [m["name"] for m in newest.declared_metrics()],
-              "trials": [history_dict(h) for h in found],
+              "trials": [history_dict(h) if points else {**history_dict(h, points=False), "n_points": len(h.points)}
+                         for h in found],
               "figure": history_figure(found, f"{series}: {metric_name}")}
     with _lock:
         cache[key] = (version, answer)

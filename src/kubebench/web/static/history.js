@@ -31,12 +31,11 @@ function renderChanges(result) {
   const head = el("tr", {}, ...["trial", "at experiment", "when", "between", "change", "95% CI", "p", "verdict"].map((h) => el("th", {}, h)));
   const rows = [];
   for (const trial of result.trials) {
-    const when = Object.fromEntries(trial.points.map((p) => [p.experiment, p.created_at]));
     for (const c of trial.changes) {
       const verdict = c.accepted ? `accepted${c.note ? `: ${c.note}` : ""}` : c.verdict;
       rows.push(el("tr", { dataset: { verdict: c.accepted ? "accepted" : c.verdict } },
         el("td", {}, fmtParams(trial.params) || "all"), el("td", {}, expLink(c.experiment)),
-        el("td", {}, fmtTime(when[c.experiment])), el("td", { title: c.environment.join("\n") }, c.between),
+        el("td", {}, fmtTime(c.created_at)), el("td", { title: c.environment.join("\n") }, c.between),
         el("td", { class: "num" }, pct(c.change)),
         el("td", { class: "num" }, c.change_ci[0] === null ? "–" : `${pct(c.change_ci[0])} … ${pct(c.change_ci[1])}`),
         el("td", { class: "num" }, c.p_value === null ? "–" : fmtNum(c.p_value)),
@@ -44,7 +43,7 @@ function renderChanges(result) {
     }
   }
   if (!rows.length) {
-    const points = result.trials.reduce((n, t) => n + t.points.length, 0);
+    const points = result.trials.reduce((n, t) => n + t.n_points, 0);
     rows.push(el("tr", { class: "placeholder" }, el("td", { colspan: 8 }, `No change point in ${points} points of ${result.trials.length} trial(s).`)));
   }
   table.replaceChildren(el("thead", {}, head), el("tbody", {}, ...rows));
