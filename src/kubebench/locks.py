@@ -20,17 +20,25 @@ LOCK_FILE = ".kubebench-runner.lock"
 
 
 class ExperimentLock:
-    """``with ExperimentLock(folder, experiment_id):`` — held while the experiment runs."""
+    """``with ExperimentLock(folder, experiment_id):`` — held while the experiment runs, and while it is
+    deleted (so that a delete and a runner never overlap). BusyError when another process holds it."""
 
-    def __init__(self, folder: Path, experiment_id: str) -> None:
+    def __init__(self, folder: Path, experiment_id: str, create: bool = True) -> None:
         self.path = folder / LOCK_FILE
         self.experiment_id = experiment_id
+        #: False: a folder that does not exist is not made (nobody can hold a lock in it): nothing is held.
+        self.create = create
         self._fd: int | None = None
 
     def __enter__(self) -> "ExperimentLock":
+        if not self.create and not self.path.parent.is_dir():
+            return self
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)  # not inherited by the jobs (O_CLOEXEC)
+            if self.create:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            # O_NOFOLLOW: jobs write into this folder, and a lock file swapped for a link must not make
+            # the runner truncate the link's target. Not inherited by the jobs (O_CLOEXEC).
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
         except OSError as e:
             raise StorageError(f"cannot write the experiment's folder {self.path.parent}: {e.strerror or e}") from e
         try:

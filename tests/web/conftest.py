@@ -46,7 +46,7 @@ def web_client(web_home: WebHome, web_token: str):
 
     from kubebench.web.app import make_app
 
-    with TestClient(make_app(web_home.store(), web_home.settings, token=web_token)) as client:
+    with TestClient(make_app(web_home.store(), web_home.settings, token=web_token), base_url="http://127.0.0.1") as client:
         yield client
 
 
@@ -91,5 +91,5 @@ def fresh_web(home: Path, web_token: str):
     store = open_store(config.store_url)
     app = make_app(store, config, token=web_token)
     app.state.events_interval = 0.2
-    with TestClient(app) as client:
+    with TestClient(app, base_url="http://127.0.0.1") as client:
         yield FreshWeb(client, config, store, web_token)

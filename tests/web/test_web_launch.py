@@ -238,7 +238,7 @@ def test_a_running_experiment_cannot_be_deleted_and_stopping_the_app_stops_it(ho
     config = make_settings(home=home)
     store = open_store(config.store_url)
     auth = {"Authorization": f"Bearer {web_token}"}
-    with TestClient(make_app(store, config, token=web_token)) as client:
+    with TestClient(make_app(store, config, token=web_token), base_url="http://127.0.0.1") as client:
         exp_id = client.post("/api/experiments", headers=auth, json={"spec": SLEEPY}).json()["id"]
         launcher = client.app.state.launcher
         runner = launcher.job(exp_id).process.pid

@@ -111,7 +111,7 @@ def test_read_only_server_says_so_in_the_page(web_home):
 
     from kubebench.web.app import make_app
 
-    with TestClient(make_app(web_home.store(), web_home.settings, read_only=True)) as client:
+    with TestClient(make_app(web_home.store(), web_home.settings, read_only=True), base_url="http://127.0.0.1") as client:
         page = client.get("/").text
     assert 'data-read-only="1"' in page
     assert 'class="mode"' in page and ">read-only</span>" in page

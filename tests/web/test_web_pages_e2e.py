@@ -76,7 +76,7 @@ def test_experiments_list_filters_and_pages(browsing, live_server, web_home):
     page.select_option("#filters select[name=state]", "failed")
     page.click("#filters button[type=submit]")
     page.wait_for_url(re.compile(r"state=failed"))
-    page.wait_for_function("document.querySelectorAll('#experiments-table tbody tr[data-id]').length === 1")
+    page.wait_for_function("() => document.querySelectorAll('#experiments-table tbody tr[data-id]').length === 1")
     assert page.get_attribute("#experiments-table tbody tr[data-id]", "data-id") == web_home.failed
     # one run succeeded and one failed: filtered as failed, shown as partial
     assert page.get_attribute("#experiments-table tbody tr[data-id]", "data-state") == "failed"
@@ -87,7 +87,7 @@ def test_experiments_list_filters_and_pages(browsing, live_server, web_home):
     assert page.text_content("#page-range") == "1–1 of 2"
     assert page.get_attribute("#experiments-table tbody tr[data-id]", "data-id") == web_home.candidate
     page.click("#next-page")
-    page.wait_for_function("document.getElementById('page-range').textContent === '2–2 of 2'")
+    page.wait_for_function("() => document.getElementById('page-range').textContent === '2–2 of 2'")
     assert page.get_attribute("#experiments-table tbody tr[data-id]", "data-id") == web_home.baseline
     assert "offset=1" in page.url and page.is_disabled("#next-page")
     browsing.assert_clean()
@@ -146,12 +146,12 @@ def test_launch_watch_plot_logs_and_files(browsing, fresh_live):
     page.wait_for_selector("#run[data-ready='1']")
     assert page.text_content("#run-state") == "succeeded"
     assert page.input_value("#log-select") == "worker-0"
-    page.wait_for_function("document.getElementById('log-view').textContent.includes('KUBEBENCH_METRIC')")
+    page.wait_for_function("() => document.getElementById('log-view').textContent.includes('KUBEBENCH_METRIC')")
     assert "workers 1" in page.text_content("#log-view")
     page.click("#files-table a.dir-link:text('config/')")
     page.click("#files-table a.file-link:text('params.yaml')")
     page.wait_for_selector("#file-view[data-path='config/params.yaml']")
-    page.wait_for_function("document.getElementById('file-view').textContent.includes('workers: 1')")
+    page.wait_for_function("() => document.getElementById('file-view').textContent.includes('workers: 1')")
     download = page.get_attribute("#file-download", "href")
     answer = page.request.get(fresh_live.url + download)
     assert answer.status == 200 and "workers: 1" in answer.text()
@@ -164,7 +164,7 @@ def test_compare_two_experiments(browsing, live_server, web_home):
     page.goto(f"{live_server.url}/experiments/{web_home.candidate}")
     page.wait_for_selector("#plots[data-rendered='1']")
     link = page.locator("#compare-link")
-    page.wait_for_function("document.getElementById('compare-link').textContent.includes('Compare with')")
+    page.wait_for_function("() => document.getElementById('compare-link').textContent.includes('Compare with')")
     assert link.get_attribute("href") == f"/compare?a={web_home.baseline}&b={web_home.candidate}"
     link.click()
     page.wait_for_selector("#compare-result[data-ready='1']")
@@ -178,7 +178,7 @@ def test_compare_two_experiments(browsing, live_server, web_home):
     # another pair picked in the selects: the failed experiment shares no trial with the sweep
     page.select_option("#compare-b", web_home.failed)
     page.click("#compare-go")
-    page.wait_for_function("!document.getElementById('compare-warnings').hidden")
+    page.wait_for_function("() => !document.getElementById('compare-warnings').hidden")
     assert f"b={web_home.failed}" in page.url
     assert page.locator("#compare-table tbody tr.placeholder").count() == 1
     browsing.assert_clean()
@@ -202,7 +202,7 @@ def test_running_experiment_shows_progress_and_cancels(browsing, fresh_live):
     page.goto(f"{fresh_live.url}/?token={fresh_live.token}")
     row = page.locator(f"#experiments-table tr[data-id='{exp_id}']")
     # the list polls while an experiment runs: the row's progress moves on its own
-    page.wait_for_function(f"document.querySelector(\"tr[data-id='{exp_id}'] .progress-wrap\")?.dataset.done >= '1'",
+    page.wait_for_function(f"() => document.querySelector(\"tr[data-id='{exp_id}'] .progress-wrap\")?.dataset.done >= '1'",
                            timeout=60_000)
     assert row.get_attribute("data-state") == "running"
     assert row.locator(".progress-wrap").get_attribute("data-total") == "4"
@@ -229,7 +229,7 @@ def test_run_page_charts_telemetry_and_browses_output(browsing, live_server, web
     assert page.text_content("#run-metrics") and "throughput" in page.text_content("#run-metrics")
     page.click("#files-table a.dir-link:text('output/')")
     page.click("#files-table a.file-link:text('samples.csv')")
-    page.wait_for_function("document.getElementById('file-view').textContent.includes('step,loss')")
+    page.wait_for_function("() => document.getElementById('file-view').textContent.includes('step,loss')")
     assert "file=output%2Fsamples.csv" in page.url or "file=output/samples.csv" in page.url
     browsing.shot("run-telemetry")
     browsing.assert_clean()

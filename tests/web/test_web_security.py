@@ -104,7 +104,7 @@ def test_tokens_are_compared_in_constant_time(web_client, monkeypatch) -> None:
 
 
 def test_a_server_without_a_token_refuses_every_change(web_home) -> None:
-    with TestClient(make_app(web_home.store(), web_home.settings, token=None)) as client:
+    with TestClient(make_app(web_home.store(), web_home.settings, token=None), base_url="http://127.0.0.1") as client:
         for method, path in state_changes(client.app):
             assert send(client, method, path, headers={"Authorization": "Bearer "}).status_code == 401
             assert send(client, method, path, headers={"Authorization": "Bearer None"}).status_code == 401
@@ -112,7 +112,7 @@ def test_a_server_without_a_token_refuses_every_change(web_home) -> None:
 
 def test_read_only_refuses_every_change_even_with_the_token_and_serves_reads(web_home) -> None:
     app = make_app(web_home.store(), web_home.settings, token=WEB_TOKEN, read_only=True)
-    with TestClient(app) as client:
+    with TestClient(app, base_url="http://127.0.0.1") as client:
         assert client.get("/api/config").json()["read_only"] is True
         for method, path in state_changes(app):
             answer = send(client, method, path, headers={"Authorization": f"Bearer {WEB_TOKEN}"})

@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING, IO, Literal
 
 from ..errors import BackendError, InfrastructureError
 from ..paths import RunPaths
+from ..redact import job_environment
 from ..render.kinds import ReplicaGroup, replica_groups
 from ..spec.base import PluginConfig
 from . import orphans
-from .base import Backend, JobStatus
+from .base import Backend, JobStatus, ProcessTelemetry
 from .reasons import exit_code, exit_reason
 
 LOCALHOST = "127.0.0.1"
@@ -61,9 +62,14 @@ class LocalJob:
 
     processes: list[tuple[ReplicaLaunch, subprocess.Popen]] = field(default_factory=list)
     logs: list[IO[bytes]] = field(default_factory=list)
+    #: The run's folder and id, as in its replicas' environment: what finds what they left running.
+    run_folder: str = ""
+    run_id: str = ""
+    #: Processes found still running, and stopped, once the replicas were (``pid 123 (sleep)``).
+    escaped: list[str] = field(default_factory=list)
 
 
-class LocalBackend(Backend):
+class LocalBackend(Backend[LocalJob]):
     """Runs replicas as process groups on this machine; stops them all on cancel or timeout."""
 
     Config = LocalConfig
@@ -85,7 +91,7 @@ class LocalBackend(Backend):
     def submit(self, job: RenderedJob, paths: RunPaths) -> LocalJob:
         """Start every replica in its own process group, logging to ``output/<type>-<index>.log``."""
         launches = plan_launches(job.manifest, Path(paths.config))
-        handle = LocalJob()
+        handle = LocalJob(run_folder=str(paths.run), run_id=paths.run_id)
         self._live.add(handle)
         try:
             for launch in launches:
@@ -93,7 +99,7 @@ class LocalBackend(Backend):
                 handle.logs.append(log)
                 process = subprocess.Popen(
                     launch.argv,
-                    env={**os.environ, **launch.env},
+                    env={**job_environment(os.environ), **launch.env},  # no token, no store credentials
                     cwd=job.workdir,
                     stdin=subprocess.DEVNULL,
                     stdout=log,
@@ -121,9 +127,14 @@ class LocalBackend(Backend):
                 return JobStatus("failed", exit_code(code), f"{launch.name} {exit_reason(code)}")
         return JobStatus("running") if running else JobStatus("succeeded", 0)
 
-    def logs(self, handle: LocalJob, paths: RunPaths) -> None:
+    def collect(self, handle: LocalJob, paths: RunPaths) -> list[str]:
         """Logs are written in place; only close the files."""
         _close_logs(handle)
+        return []
+
+    def telemetry(self, handle: LocalJob) -> ProcessTelemetry:
+        """The replicas' processes, sampled on this machine."""
+        return ProcessTelemetry(tuple(process.pid for _, process in handle.processes))
 
     def cancel(self, handle: LocalJob) -> None:
         """SIGTERM every replica's process group, then SIGKILL what is left after the grace."""
@@ -138,12 +149,20 @@ class LocalBackend(Backend):
         _signal_groups(groups, signal.SIGKILL)
         for _, process in handle.processes:
             process.wait()
+        if groups:  # and what left the replicas' groups (a daemon started with setsid)
+            handle.escaped += orphans.stop_escaped(handle.run_folder, handle.run_id, min(groups), set(groups))
         _close_logs(handle)
         self._live.discard(handle)
 
-    def finished(self, handle: LocalJob) -> None:
-        """Stop the other replicas of a failed job, and anything a replica left behind."""
+    def finished(self, handle: LocalJob) -> str | None:
+        """Stop the other replicas of a failed job, and anything a replica left behind; say what
+        had left the replicas' process groups and was still running (it would skew the next runs)."""
         self.cancel(handle)
+        if not handle.escaped:
+            return None
+        more = len(handle.escaped) - 5
+        shown = ", ".join(handle.escaped[:5]) + (f" and {more} more" if more > 0 else "")
+        return f"stopped {len(handle.escaped)} process(es) still running after the job ended: {shown}"
 
     def abort(self) -> None:
         """SIGKILL the process group of every replica started and not yet stopped; wait for none."""
@@ -176,11 +195,11 @@ def plan_launches(manifest: dict, config_dir: Path) -> list[ReplicaLaunch]:
     operator_env = _operator_env(kind, replicas, config_dir)
     launches = []
     for rank, (group, index) in enumerate(replicas):
+        if kind == "MPIJob" and group.type == "worker":
+            continue  # an MPI worker only hosts the ranks that mpirun starts (on a cluster: sshd)
         container = _main_container(group)
         argv = tuple(container.get("command") or ()) + tuple(container.get("args") or ())
         if not argv:
-            if kind == "MPIJob" and group.type == "worker":
-                continue  # an MPI worker only hosts the ranks that mpirun starts
             raise BackendError(f"{group.type}-{index}: no command; the local backend cannot run an image's entrypoint")
         env = {**_container_env(container), **operator_env(rank, group.type, index)}
         env |= {"KUBEBENCH_REPLICA_TYPE": group.type, "KUBEBENCH_REPLICA_INDEX": str(index)}

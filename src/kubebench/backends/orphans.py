@@ -18,22 +18,72 @@ import time
 import psutil
 
 ENV_KEY = "KUBEBENCH_EXP_PATH"
+RUN_KEY = "KUBEBENCH_RUN_ID"
 WAIT_S = 10.0
+_LAST_PID = "/proc/sys/kernel/ns_last_pid"
 
 
-def find(run_folders: set[str]) -> list[psutil.Process]:
-    """Live processes (not this one, nor its parents) started for one of these run folders."""
+def find(run_folders: set[str], since_pid: int | None = None) -> list[psutil.Process]:
+    """Live processes (not this one, nor its parents) started for one of these run folders.
+
+    ``since_pid``: the first process of the job; on Linux, where process ids grow until they wrap,
+    only the processes started after it are looked at (a sweep after each run stays cheap).
+    """
     mine = {os.getpid(), *(p.pid for p in psutil.Process().parents())}
     found = []
-    for process in psutil.process_iter():
-        if process.pid in mine:
+    for pid in _candidates(since_pid):
+        if pid in mine:
             continue
         try:
+            process = psutil.Process(pid)
             if process.environ().get(ENV_KEY) in run_folders and not _gone(process):
                 found.append(process)
         except (psutil.Error, OSError):
             continue  # ended meanwhile, or another user's: not ours to stop
     return found
+
+
+def stop_escaped(run_folder: str, run_id: str, first_pid: int, keep: set[int]) -> list[str]:
+    """Stop what a run left running once its job ended, whatever group or session it moved to
+    (a daemon started with ``setsid``), and say what it was: ``pid 123 (sleep)``.
+
+    Found by the run's folder and id in their environment; ``keep`` (the replicas themselves) is
+    left to the backend. Processes started meanwhile (a daemon forking again) are looked for again.
+    """
+    stopped: list[str] = []
+    for _ in range(5):
+        found = [p for p in find({run_folder}, first_pid) if p.pid not in keep and _run_id(p) == run_id]
+        if not found:
+            break
+        stopped += [_describe(p) for p in found]
+        _kill(found)
+    return stopped
+
+
+def _candidates(since_pid: int | None) -> list[int]:
+    pids = psutil.pids()
+    if since_pid is None:
+        return pids
+    try:
+        with open(_LAST_PID) as f:
+            last = int(f.read())
+    except (OSError, ValueError):
+        return pids  # not Linux, or no such file: every process
+    return [p for p in pids if p >= since_pid] if last >= since_pid else pids  # wrapped: every process
+
+
+def _run_id(process: psutil.Process) -> str | None:
+    try:
+        return process.environ().get(RUN_KEY)
+    except (psutil.Error, OSError):
+        return None
+
+
+def _describe(process: psutil.Process) -> str:
+    try:
+        return f"pid {process.pid} ({process.name()})"
+    except psutil.Error:
+        return f"pid {process.pid}"
 
 
 def stop(run_folders: set[str], wait: float = WAIT_S) -> int:
@@ -45,6 +95,12 @@ def stop(run_folders: set[str], wait: float = WAIT_S) -> int:
     if not run_folders:
         return 0
     found = find(run_folders)
+    _kill(found, wait)
+    return len(found)
+
+
+def _kill(found: list[psutil.Process], wait: float = WAIT_S) -> None:
+    """SIGKILL each process's group (unless it is ours) and the process, and wait until all are gone."""
     ours = _our_groups()
     for process in found:
         try:
@@ -63,7 +119,6 @@ def stop(run_folders: set[str], wait: float = WAIT_S) -> int:
     deadline = time.monotonic() + wait
     while any(not _gone(p) for p in found) and time.monotonic() < deadline:
         time.sleep(0.01)
-    return len(found)
 
 
 def _our_groups() -> set[int]:

@@ -46,37 +46,24 @@ def delete(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
     store: StoreOpt = None,
 ) -> None:
-    """Delete an experiment: its rows in the store and its runs' folders in storage."""
+    """Delete an experiment: its rows in the store and the folders kubebench made for its runs.
+
+    Refused while a runner runs it. Folders outside the experiments root and the configured storage
+    are left in place (and named).
+    """
+    from ..deletion import delete as delete_experiment, plan_deletion
     from ..settings import settings
-    from ..storage import Storage
     from ..store.store import open_store
 
     config = settings(store)
     db = open_store(config.store_url)
-    record = db.experiment(experiment_id)
-    folders = experiment_folders(db.run_folders(experiment_id), experiment_id)
-    scratch = config.experiments_root / experiment_id
-    if scratch.exists() and str(scratch) not in folders:
-        folders.append(str(scratch))
-    runs = sum(record.runs_by_status.values())
-    where = ", ".join(folders) or "no folders"
+    deletion = plan_deletion(db, config, experiment_id)
+    where = ", ".join(deletion.folders) or "no folders"
     if not yes:
-        typer.confirm(f"Delete experiment {experiment_id} ({runs} runs) from the store, and {where}?", abort=True)
-    for folder in folders:
-        Storage(folder).remove()
-    deleted = db.delete_experiment(experiment_id)
-    make_console().print(f"deleted experiment {experiment_id}: {deleted} runs, {where}", markup=False)
-
-
-def experiment_folders(run_folders: list[str], experiment_id: str) -> list[str]:
-    """The experiment folders that hold these run folders (``…/<experiment-id>/<run-id>``).
-
-    A run folder whose parent is not named after the experiment is left alone: deleting whatever
-    a store row points at would be unsafe.
-    """
-    folders: dict[str, None] = {}
-    for run_folder in run_folders:
-        parent = run_folder.rstrip("/").rsplit("/", 1)[0]
-        if parent.rsplit("/", 1)[-1] == experiment_id:
-            folders[parent] = None
-    return list(folders)
+        typer.confirm(f"Delete experiment {experiment_id} ({deletion.runs} runs) from the store, and {where}?",
+                      abort=True)
+    deleted = delete_experiment(db, config, deletion)
+    console = make_console()
+    console.print(f"deleted experiment {experiment_id}: {deleted} runs, {where}", markup=False)
+    for folder in deletion.kept:
+        console.print(f"left in place: {folder}", markup=False)

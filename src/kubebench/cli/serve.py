@@ -21,6 +21,11 @@ def serve(
     token: Annotated[Optional[str], typer.Option(
         "--token", envvar="KUBEBENCH_TOKEN", show_default=False,
         help="Token that launching, cancelling and deleting need (default: a new one, printed at start).")] = None,
+    allowed_host: Annotated[Optional[list[str]], typer.Option(
+        "--allowed-host", show_default=False,
+        help="Also answer requests for this host name (repeatable), e.g. the name of a reverse proxy or of "
+             "this machine in DNS. Loopback names and the listening address are always answered; other names "
+             "are refused (400), so that a web page cannot reach the dashboard by rebinding its own name.")] = None,
 ) -> None:
     """Serve the dashboard (pages, JSON API at /api, docs at /docs) and /metrics for Prometheus."""
     import uvicorn
@@ -29,11 +34,13 @@ def serve(
     from ..store.store import open_store
     from ..web.app import make_app
     from ..web.auth import new_token
+    from ..web.headers import allowed_hosts
 
     bound = bind(host, port)  # before anything is printed: a busy port is one clear error
     config = settings(store)
     token = token or new_token()
-    web = make_app(open_store(config.store_url), config, token=token, read_only=read_only)
+    web = make_app(open_store(config.store_url), config, token=token, read_only=read_only,
+                   allowed_hosts=allowed_hosts(host, allowed_host or ()))
     err = make_console(stderr=True)
     if not read_only and not _loopback(host):
         err.print(f"[yellow]warning:[/] listening on {host}, reachable from other machines: anyone with the "

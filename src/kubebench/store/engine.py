@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -12,9 +13,12 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 
 from ..errors import StoreError
+from ..redact import mask_url, remember_store
 from .sqlite import BUSY_TIMEOUT_S, explain
 
 CONNECT_TIMEOUT_S = 10
+#: How long a 0-byte SQLite file may take to become a store (another runner creating it) before it is refused.
+EMPTY_FILE_WAIT_S = 1.0
 _DRIVER_HINTS = {"postgresql": "pip install 'kubebench[postgres]' (psycopg)"}
 
 
@@ -23,31 +27,54 @@ def parse_url(url: str) -> URL:
     try:
         return make_url(url)
     except ArgumentError as e:
-        raise StoreError(f"store URL {url!r} is not a valid SQLAlchemy URL: {e}") from e
+        raise StoreError(f"store URL {mask_url(url)!r} is not a valid SQLAlchemy URL: {mask_url(str(e))}") from e
 
 
 def make_engine(url: str) -> Engine:
     """An engine for ``url``; a SQLite file's folder is created, its connections tuned (see below)."""
     parsed = parse_url(url)
+    remember_store(url)
+    shown = safe_url_of(parsed)
     backend = parsed.get_backend_name()
     if backend == "sqlite" and parsed.database not in (None, "", ":memory:"):
         try:
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
-            raise StoreError(f"store URL {url!r}: cannot create the folder of the database: {e}") from e
+            raise StoreError(f"store URL {shown!r}: cannot create the folder of the database: {e}") from e
+        refuse_empty_file(Path(parsed.database))
     try:
         busy = busy_timeout(parsed)
     except (TypeError, ValueError):
-        raise StoreError(f"store URL {url!r}: timeout must be a number of seconds") from None
+        raise StoreError(f"store URL {shown!r}: timeout must be a number of seconds") from None
     try:
         engine = create_engine(parsed, **_engine_options(backend, parsed.get_driver_name(), busy))
     except (NoSuchModuleError, ImportError) as e:
         hint = _DRIVER_HINTS.get(backend, "install its SQLAlchemy driver")
-        raise StoreError(f"store URL {url!r}: database driver not installed ({hint}): {e}") from e
+        raise StoreError(f"store URL {shown!r}: database driver not installed ({hint}): {mask_url(str(e))}") from e
     if backend == "sqlite":
         event.listen(engine, "connect", partial(_sqlite_connect, busy_timeout=busy))
         event.listen(engine, "begin", _sqlite_begin)
     return engine
+
+
+def refuse_empty_file(path: Path, wait: float = EMPTY_FILE_WAIT_S) -> None:
+    """StoreError for a SQLite file of 0 bytes: a store that lost its contents (a truncation, a full
+    disk, a bad copy) must not be taken silently for a new, empty one.
+
+    A store being created by another runner is 0 bytes for the moment between its creation and its
+    first page (SQLite writes it when WAL is turned on): such a file is waited for, ``wait`` seconds.
+    """
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            if path.stat().st_size > 0:
+                return
+        except OSError:
+            return  # no file: a new store is made
+        if time.monotonic() >= deadline:
+            raise StoreError(f"store {path} is an empty file (0 bytes), not a kubebench store: restore it from "
+                             "a backup if it held results, or remove it to start a new store there")
+        time.sleep(0.01)
 
 
 def busy_timeout(url: URL) -> float:
@@ -75,7 +102,13 @@ def transaction(engine: Engine, what: str, write: bool = False) -> Iterator[Conn
 
 def safe_url(engine: Engine) -> str:
     """The engine's URL for messages, password hidden."""
-    return engine.url.render_as_string(hide_password=True)
+    return safe_url_of(engine.url)
+
+
+def safe_url_of(url: URL) -> str:
+    """A parsed store URL for messages: SQLAlchemy's rendering with the password hidden, and a
+    password given in the query (libpq reads one there) hidden too."""
+    return mask_url(url.render_as_string(hide_password=True))
 
 
 def first_line(e: Exception) -> str:

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from .. import ids
 from ..errors import StoreError
 from .records import (RUN_COLUMNS, TRIAL_RUN_COLUMNS, ExperimentRecord, RunRecord, TrialResults,
                       experiment_not_found, run_records, trial_results)
@@ -63,6 +64,7 @@ class SqliteReader:
 
     def experiment(self, experiment_id: str) -> ExperimentRecord:
         """One experiment with its counted runs by status; NotFoundError names the id."""
+        ids.check(experiment_id)
         with self._read("read experiments") as conn:
             row = conn.execute(f"SELECT {', '.join(_EXPERIMENT_COLUMNS)} FROM experiments WHERE id = ?",
                                (experiment_id,)).fetchone()
@@ -99,6 +101,7 @@ class SqliteReader:
 
     @staticmethod
     def _require(conn: sqlite3.Connection, experiment_id: str) -> None:
+        ids.check(experiment_id)
         if conn.execute("SELECT 1 FROM experiments WHERE id = ?", (experiment_id,)).fetchone() is None:
             raise experiment_not_found(experiment_id)
 

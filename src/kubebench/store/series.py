@@ -8,7 +8,6 @@ joined to the runs by experiment (what 500 experiments × 20 trials × 5 runs ne
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
 

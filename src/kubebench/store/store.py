@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, Engine, delete, func, insert, select, update
 
+from .. import ids
 from ..errors import NotFoundError, StoreError
 from . import listing, rows, schema
 from .engine import make_engine, transaction
@@ -34,6 +35,7 @@ class Store:
 
     def begin_experiment(self, record: ExperimentRecord, plan: Plan) -> None:
         """Create the experiment, or check that a resumed one has the same job; add new trials and runs."""
+        ids.check(record.id)
         with self._tx("record the experiment", write=True) as conn:
             row = conn.execute(select(schema.experiments).where(schema.experiments.c.id == record.id)).first()
             if row is None:
@@ -110,7 +112,8 @@ class Store:
             self._provenance_ids = known  # only once committed: a rolled-back insert is not known
 
     def experiment(self, experiment_id: str) -> ExperimentRecord:
-        """One experiment with its run counts; NotFoundError names the id."""
+        """One experiment with its run counts; NotFoundError names the id (IdError: not an id at all)."""
+        ids.check(experiment_id)
         found = self._experiments(schema.experiments.c.id == experiment_id)
         if not found:
             raise experiment_not_found(experiment_id)
@@ -139,9 +142,9 @@ class Store:
             query = query.where(where)
         if limit:
             query = query.limit(limit)
-        # grouped in the order of ix_runs_experiment_warmup_status: an index scan, no sort
+        # grouped in the order of ix_runs_experiment_status_warmup_id: an index scan, no sort
         counts_query = (select(r.c.experiment_id, r.c.status, func.count()).where(r.c.warmup.is_(False))
-                        .group_by(r.c.experiment_id, r.c.warmup, r.c.status))
+                        .group_by(r.c.experiment_id, r.c.status))
         if where is not None or limit:
             counts_query = counts_query.where(r.c.experiment_id.in_(query.with_only_columns(e.c.id)))
         with self._tx("read experiments") as conn:
@@ -187,7 +190,8 @@ class Store:
         return trial_results(found, params)
 
     def run(self, run_id: str) -> RunRecord:
-        """One run by id; NotFoundError names the id."""
+        """One run by id; NotFoundError names the id (IdError: not an id at all)."""
+        ids.check(run_id, "run id")
         r, t = schema.runs, schema.trials
         query = (select(*rows.RUN_COLUMNS, r.c.experiment_id, t.c.params)
                  .join(t, t.c.id == r.c.trial_id).where(r.c.id == run_id))
@@ -200,6 +204,7 @@ class Store:
         return run_records(experiment_id, [columns], {row.trial_id: params}, envs)[0]
 
     def _require(self, conn: Connection, experiment_id: str) -> None:
+        ids.check(experiment_id)
         e = schema.experiments
         if conn.scalar(select(e.c.id).where(e.c.id == experiment_id)) is None:
             raise experiment_not_found(experiment_id)

@@ -11,11 +11,14 @@ import json
 import shutil
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
+from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import AfterValidator
 from starlette.concurrency import run_in_threadpool
 
-from .. import __version__
+from .. import __version__, ids
+from ..redact import mask_url
+from ..rules import COMPARE_THRESHOLD
 from ..store.listing import STATES
 from . import api_runs, models, queries
 from .auth import require_writer
@@ -25,6 +28,11 @@ from .launcher import Files, LaunchError
 router = APIRouter(prefix="/api", tags=["api"])
 Writer = Depends(require_writer)
 MAX_PAGE = 500
+#: Largest page offset (a bigger one cannot be a row: SQL's OFFSET is a 64-bit integer).
+MAX_OFFSET = 2**31 - 1
+#: An experiment id in a route: the one id grammar (see kubebench.ids); anything else is 422.
+ExperimentId = Annotated[str, Path(description=f"experiment id: {ids.RULE}"),
+                         AfterValidator(ids.validator("experiment id"))]
 
 
 def _store(request: Request):
@@ -50,7 +58,7 @@ def experiments(
     backend: Annotated[str | None, Query(description="exact backend")] = None,
     since: Annotated[str | None, Query(description="created at or after: UNIX seconds or ISO date (UTC)")] = None,
     until: Annotated[str | None, Query(description="created at or before: UNIX seconds or ISO date (UTC)")] = None,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
 ) -> dict:
     """A page of experiments, newest first, with the filtered set's size and counts by state."""
@@ -65,14 +73,14 @@ def experiments(
 
 
 @router.get("/experiments/{experiment_id}", response_model=models.ExperimentDetail)
-def experiment(request: Request, experiment_id: str) -> dict:
+def experiment(request: Request, experiment_id: ExperimentId) -> dict:
     """One experiment: spec, metrics, swept parameters, trials with statistics, and its runs."""
     launcher = _launcher(request)
     job = launcher.job(experiment_id)
     detail = queries.experiment_detail(_store(request), experiment_id, launcher.is_active(experiment_id),
                                        job is not None)
     if job is not None:
-        detail["runner_log"] = queries.runner_log(job)
+        detail["runner_log"] = mask_url(queries.runner_log(job))  # whatever the runner printed
     return detail
 
 
@@ -87,7 +95,7 @@ def _progress(request: Request, experiment_id: str) -> dict:
 
 @router.get("/experiments/{experiment_id}/events", response_class=StreamingResponse,
             responses={200: {"content": {"text/event-stream": {}}, "description": "server-sent events"}})
-async def events(request: Request, experiment_id: str) -> StreamingResponse:
+async def events(request: Request, experiment_id: ExperimentId) -> StreamingResponse:
     """Server-sent events: ``progress`` every ~1 s while the experiment runs, then one ``done``."""
     first = await run_in_threadpool(_progress, request, experiment_id)  # 404 before the stream starts
     interval = getattr(request.app.state, "events_interval", 1.0)
@@ -135,7 +143,7 @@ def launch(request: Request, body: LaunchRequest) -> dict:
 
 @router.post("/experiments/{experiment_id}/cancel", status_code=202, response_model=models.Cancelled,
              dependencies=[Writer], responses={409: {"model": models.Problem}})
-def cancel(request: Request, experiment_id: str) -> dict:
+def cancel(request: Request, experiment_id: ExperimentId) -> dict:
     """Cancel an experiment this server launched and still runs (its run in flight is cancelled)."""
     _store(request).experiment(experiment_id)
     launcher = _launcher(request)
@@ -149,25 +157,21 @@ def cancel(request: Request, experiment_id: str) -> dict:
 
 @router.delete("/experiments/{experiment_id}", status_code=204, dependencies=[Writer],
                responses={409: {"model": models.Problem}})
-def delete(request: Request, experiment_id: str) -> Response:
-    """Delete an experiment: its rows in the store and its runs' folders (as ``kubebench delete``)."""
-    from ..cli.data import experiment_folders
-    from ..storage import Storage
+def delete(request: Request, experiment_id: ExperimentId) -> Response:
+    """Delete an experiment: its rows in the store and its runs' folders (as ``kubebench delete``).
 
-    store, launcher = _store(request), _launcher(request)
+    409 while it runs (launched here, recorded running, or its runner's lock held).
+    """
+    from ..deletion import delete as delete_experiment, plan_deletion
+
+    store, launcher, settings = _store(request), _launcher(request), request.app.state.settings
     if launcher.is_active(experiment_id) or store.experiment(experiment_id).state == "running":
         raise HTTPException(409, f"experiment {experiment_id} is running: cancel it first")
-    settings = request.app.state.settings
-    folders = experiment_folders(store.run_folders(experiment_id), experiment_id)
-    if settings is not None:
-        scratch = settings.experiments_root / experiment_id
-        if scratch.exists() and str(scratch) not in folders:
-            folders.append(str(scratch))
-    for folder in folders:
-        Storage(folder).remove()
-    store.delete_experiment(experiment_id)
-    if settings is not None:
-        shutil.rmtree(settings.home / "launched" / experiment_id, ignore_errors=True)
+    delete_experiment(store, settings, plan_deletion(store, settings, experiment_id))
+    launched = (settings.home / "launched").resolve()
+    folder = (launched / experiment_id).resolve()
+    if folder.parent == launched:  # the id is checked; resolved, the folder is still one of launched/
+        shutil.rmtree(folder, ignore_errors=True)
     return Response(status_code=204)
 
 
@@ -177,7 +181,7 @@ def compare(
     a: Annotated[str, Query(description="base experiment id")],
     b: Annotated[str, Query(description="candidate experiment id")],
     metric: Annotated[str | None, Query(description="metric (default: a's primary metric)")] = None,
-    threshold: Annotated[float, Query(gt=0, lt=1, description="relative change below which a difference is noise")] = 0.05,
+    threshold: Annotated[float, Query(gt=0, lt=1, description="relative change below which a difference is noise")] = COMPARE_THRESHOLD,
 ) -> dict:
     """Two experiments compared trial by trial: ratio of medians with CI, p-value and verdict."""
     return queries.compare_detail(_store(request), a, b, metric or None, threshold)

@@ -2,21 +2,29 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Query, Request
-from fastapi.responses import FileResponse, PlainTextResponse, Response
+from fastapi import APIRouter, HTTPException, Path as RoutePath, Query, Request
+from fastapi.responses import PlainTextResponse, Response
+from pydantic import AfterValidator
 
+from .. import ids
 from ..storage.storage import Storage, is_local, local_path
 from . import files as run_files
 from . import models, queries
+from .served import DescriptorResponse
 
 router = APIRouter(prefix="/runs")
 _REPLICA = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 #: Headers of every served run file: outputs are the workload's, never a page of this origin.
 SAFE_HEADERS = {"X-Content-Type-Options": "nosniff", "Content-Security-Policy": "sandbox; default-src 'none'"}
+#: Largest ``tail`` of a log (what the run page shows is far less).
+MAX_TAIL = 64 * 1024 * 1024
+#: A run id in a route: the one id grammar (see kubebench.ids); anything else is 422.
+RunId = Annotated[str, RoutePath(description=f"run id: {ids.RULE}"), AfterValidator(ids.validator("run id"))]
 
 
 def _run(request: Request, run_id: str):
@@ -30,16 +38,17 @@ def _log_names(run_path: str) -> list[str]:
     if is_local(run_path):
         from ..collect.metrics import replica_logs
 
-        return [p.stem for p in replica_logs(local_path(run_path) / "output")]
+        return [p.stem for p in replica_logs(local_path(run_path) / "output") if _REPLICA.match(p.stem)]
     try:
         found = Storage(run_path).files("output")
     except Exception:  # noqa: BLE001  (a folder not uploaded yet, unreachable storage: no logs to offer)
         return []
-    return sorted(Path(name).stem for name, _ in found if name.endswith(".log") and name.count("/") == 1)
+    return sorted(Path(name).stem for name, _ in found
+                  if name.endswith(".log") and name.count("/") == 1 and _REPLICA.match(Path(name).stem))
 
 
 @router.get("/{run_id}", response_model=models.RunDetail)
-def run(request: Request, run_id: str) -> dict:
+def run(request: Request, run_id: RunId) -> dict:
     """One run: state, timings, parameters, metrics, provenance, end of its log, its logs and series."""
     record = _run(request, run_id)
     series = sorted(request.app.state.store.telemetry(run_id))
@@ -49,8 +58,11 @@ def run(request: Request, run_id: str) -> dict:
 
 
 @router.get("/{run_id}/logs/{replica}", response_class=PlainTextResponse)
-def log(request: Request, run_id: str, replica: str) -> Response:
-    """The whole log of one replica (``output/<replica>.log``) as text."""
+def log(request: Request, run_id: RunId, replica: str,
+        tail: Annotated[int | None, Query(ge=1, le=MAX_TAIL, description=(
+            "for display: only the last TAIL bytes, from the first line start in them, after a one-line note "
+            "of what is left out"))] = None) -> Response:
+    """The log of one replica (``output/<replica>.log``) as text, up to its size when asked for."""
     record = _run(request, run_id)
     if not _REPLICA.match(replica) or ".." in replica:
         raise HTTPException(400, f"{replica!r} is not a replica name (like worker-0)")
@@ -59,21 +71,44 @@ def log(request: Request, run_id: str, replica: str) -> Response:
     if not is_local(root):
         return Response(run_files.read_remote(root, relative), media_type="text/plain; charset=utf-8",
                         headers=SAFE_HEADERS)
-    target = run_files.local_target(root, relative)
-    if not target.is_file():
-        raise HTTPException(404, f"run {run_id} has no log of replica {replica!r}")
-    return FileResponse(target, media_type="text/plain; charset=utf-8", headers=SAFE_HEADERS)
+    with _open_file(root, relative, f"run {run_id} has no log of replica {replica!r}") as opened:
+        start, note = _tail(opened, tail, relative)
+        return DescriptorResponse(opened.detach(), opened.stat.st_size, opened.stat.st_mtime,
+                                  "text/plain; charset=utf-8", {**SAFE_HEADERS, "X-Kubebench-Skipped": str(start)},
+                                  start=start, prefix=note)
+
+
+def _open_file(root: str, relative: str, missing: str) -> run_files.Opened:
+    """The run's file, opened once (see :mod:`.files`); 404 with ``missing`` when it is not a file."""
+    opened = run_files.open_local(root, relative)
+    if not opened.is_file:
+        opened.__exit__()
+        raise HTTPException(404, missing)
+    return opened
+
+
+def _tail(opened: run_files.Opened, tail: int | None, relative: str) -> tuple[int, bytes]:
+    """Where a tail of ``tail`` bytes starts (at a line start when one is near) and its note."""
+    size = opened.stat.st_size
+    if tail is None or tail >= size:
+        return 0, b""
+    start = size - tail
+    newline = os.pread(opened.fd, min(tail, 64 * 1024), start).find(b"\n")
+    if 0 <= newline < tail - 1:
+        start += newline + 1
+    note = f"[kubebench: the first {start:,} bytes of this log are not shown; download {relative} for all of it]\n"
+    return start, note.encode()
 
 
 @router.get("/{run_id}/telemetry", response_model=models.Telemetry)
-def telemetry(request: Request, run_id: str) -> dict:
+def telemetry(request: Request, run_id: RunId) -> dict:
     """The run's telemetry series: ``name → [[t, value], …]`` in time order."""
     _run(request, run_id)
     return {"series": request.app.state.store.telemetry(run_id)}
 
 
 @router.get("/{run_id}/files", response_model=models.Folder)
-def folder(request: Request, run_id: str,
+def folder(request: Request, run_id: RunId,
            path: Annotated[str, Query(description="folder relative to the run's folder")] = "") -> dict:
     """The entries of one folder of the run (folders first)."""
     record = _run(request, run_id)
@@ -82,7 +117,7 @@ def folder(request: Request, run_id: str,
 
 
 @router.get("/{run_id}/files/{path:path}")
-def file(request: Request, run_id: str, path: str,
+def file(request: Request, run_id: RunId, path: str,
          inline: Annotated[bool, Query(description="show as text in the browser instead of downloading")] = False,
          ) -> Response:
     """One file of the run: a download, or plain text with ``?inline=1`` (never rendered as a page)."""
@@ -96,11 +131,9 @@ def file(request: Request, run_id: str, path: str,
         data = run_files.read_remote(root, relative)
         return Response(data, media_type=media, headers={
             **SAFE_HEADERS, "Content-Disposition": f"{disposition}; filename=\"{_ascii(name)}\""})
-    target = run_files.local_target(root, relative)
-    if not target.is_file():
-        raise HTTPException(404, f"no file {relative!r} in run {run_id}")
-    return FileResponse(target, media_type=media, filename=name, content_disposition_type=disposition,
-                        headers=SAFE_HEADERS)
+    opened = _open_file(root, relative, f"no file {relative!r} in run {run_id}")
+    return DescriptorResponse(opened.detach(), opened.stat.st_size, opened.stat.st_mtime, media, SAFE_HEADERS,
+                              filename=name, disposition=disposition)
 
 
 def _ascii(name: str) -> str:

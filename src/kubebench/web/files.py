@@ -2,14 +2,22 @@
 
 A path is refused (400) when it is absolute, has a ``..`` component, a backslash, a NUL or another
 control character, or still holds a percent-encoded byte after the one decoding the URL got (a
-double-encoded ``%252e%252e``). Local paths are then resolved, symlinks included, and the real path
-must lie inside the real path of the run's folder (403 otherwise). Remote folders (``s3://…``) are
-read through fsspec (:class:`kubebench.storage.Storage`), which has no symlinks.
+double-encoded ``%252e%252e``). A local file is then opened once, component by component from the
+run folder's descriptor, each component without following links (``O_NOFOLLOW``); a link met on the
+way is read and followed by the same walk only while it stays under the run's folder (403 when it
+leads out, 400 for a loop), and the descriptor so opened is what is listed or served. Jobs write
+into these folders while they are browsed, so nothing is checked by path and then opened again: a
+folder swapped for a link between a check and an open cannot lead out. Remote folders (``s3://…``)
+are read through fsspec (:class:`kubebench.storage.Storage`), which has no links.
 """
 
 from __future__ import annotations
 
+import errno
+import os
 import re
+import stat
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -20,6 +28,11 @@ from ..storage.storage import Storage, is_local, local_path
 _ENCODED = re.compile(r"%[0-9A-Fa-f]{2}")
 #: Largest remote file served (it is read into memory); local files are streamed whatever their size.
 MAX_REMOTE_BYTES = 64 * 1024 * 1024
+#: Links followed in one path before it counts as a loop (Linux's own limit).
+MAX_LINKS = 40
+_OUTSIDE = "path refused: it resolves outside the run's folder"
+_OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # NONBLOCK: a FIFO does not hang the open
+_LINK_ERRNOS = {errno.ELOOP, errno.EMLINK}  # what O_NOFOLLOW answers for a link (Linux, macOS; FreeBSD)
 
 
 @dataclass(frozen=True)
@@ -53,15 +66,125 @@ def run_root(run_path: str) -> str:
     return run_path
 
 
-def local_target(run_path: str, relative: str) -> Path:
-    """The real local path of ``relative`` under the run's folder; 403 when it resolves outside."""
+class Opened:
+    """An open file or folder of a run, with its status at open time; closes its descriptor on exit."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.stat = os.fstat(fd)
+
+    @property
+    def is_dir(self) -> bool:
+        return stat.S_ISDIR(self.stat.st_mode)
+
+    @property
+    def is_file(self) -> bool:
+        return stat.S_ISREG(self.stat.st_mode)
+
+    def detach(self) -> int:
+        """The descriptor, now owned by the caller (it is not closed on exit)."""
+        fd, self.fd = self.fd, -1
+        return fd
+
+    def __enter__(self) -> "Opened":
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+def open_local(run_path: str, relative: str) -> Opened:
+    """``relative`` (already :func:`checked`) under the local run folder, opened as described above.
+
+    404 when the run's folder, or the path, is not there; 403 when it leads out; 400 for a loop.
+    """
     root = local_path(run_path)
-    if not root.is_dir():
-        raise HTTPException(404, f"the run's folder {root} is gone")
-    target = (root / relative).resolve()
-    if target != root and not target.is_relative_to(root):
-        raise HTTPException(403, "path refused: it resolves outside the run's folder")
-    return target
+    try:
+        root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        raise HTTPException(404, f"the run's folder {root} is gone") from None
+    try:
+        fd = _walk(root_fd, root, relative)
+    finally:
+        os.close(root_fd)
+    opened = Opened(fd)
+    if not _still_inside(fd, root):
+        opened.__exit__()
+        raise HTTPException(403, _OUTSIDE)
+    return opened
+
+
+def _walk(root_fd: int, root: Path, relative: str) -> int:
+    """The descriptor of ``relative`` under ``root_fd``: one ``openat`` per component, no link followed
+    by the kernel; links are read and walked here, never above the root."""
+    todo = deque(p for p in relative.split("/") if p)
+    stack = [os.dup(root_fd)]  # descriptors of the folders walked, the root first
+    links = 0
+    try:
+        while todo:
+            name = todo.popleft()
+            if name in ("", "."):
+                continue
+            if name == "..":  # only from a link's target
+                if len(stack) == 1:
+                    raise HTTPException(403, _OUTSIDE)
+                os.close(stack.pop())
+                continue
+            try:
+                fd = os.open(name, _OPEN, dir_fd=stack[-1])
+            except OSError as e:
+                if e.errno not in _LINK_ERRNOS:
+                    raise _not_there(relative, e) from None
+                links += 1
+                if links > MAX_LINKS:
+                    raise HTTPException(400, f"path refused: {relative!r} is a loop of symbolic links") from None
+                target = _link_target(name, stack[-1], root)
+                if target.startswith("/"):  # an absolute link inside the run: walk on from the root
+                    while len(stack) > 1:
+                        os.close(stack.pop())
+                    target = target[1:]
+                todo.extendleft(reversed(target.split("/")))
+                continue
+            stack.append(fd)
+            if todo and not stat.S_ISDIR(os.fstat(fd).st_mode):
+                raise HTTPException(404, f"no file or folder {relative!r} in this run")
+        return stack.pop()
+    finally:
+        for fd in stack:
+            os.close(fd)
+
+
+def _link_target(name: str, dir_fd: int, root: Path) -> str:
+    """A link's target: relative as it is; absolute, as ``/<path under the run's folder>`` or 403."""
+    try:
+        target = os.readlink(name, dir_fd=dir_fd)
+    except OSError:
+        raise HTTPException(403, _OUTSIDE) from None
+    if not target.startswith("/"):
+        return target
+    for base in {str(root), os.path.realpath(root)}:
+        if target == base or target.startswith(base.rstrip("/") + "/"):
+            return "/" + target[len(base):].lstrip("/")
+    raise HTTPException(403, _OUTSIDE)
+
+
+def _still_inside(fd: int, root: Path) -> bool:
+    """Whether the open file is still under the run's folder (a folder moved out while it was walked
+    is not); where ``/proc`` is missing the walk's own rules stand alone."""
+    try:
+        where = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return True
+    real = os.path.realpath(root)
+    return where == real or where.startswith(real.rstrip("/") + "/")
+
+
+def _not_there(relative: str, error: OSError) -> HTTPException:
+    if error.errno in (errno.ENOENT, errno.ENOTDIR):
+        return HTTPException(404, f"no file or folder {relative!r} in this run")
+    return HTTPException(403, f"path refused: {relative!r} cannot be read ({error.strerror})")
 
 
 def list_folder(run_path: str, relative: str) -> list[Entry]:
@@ -73,18 +196,32 @@ def list_folder(run_path: str, relative: str) -> list[Entry]:
 
 
 def _list_local(run_path: str, relative: str) -> list[Entry]:
-    folder = local_target(run_path, relative)
-    if not folder.is_dir():
-        raise HTTPException(404, f"no folder {relative!r} in this run")
-    root = local_path(run_path)
-    entries = []
-    for child in folder.iterdir():
-        real = child.resolve()
-        if not real.is_relative_to(root) or not real.exists():
-            continue  # a link leading out of the run (or nowhere) is not shown
-        prefix = f"{relative}/" if relative else ""
-        entries.append(Entry(child.name, prefix + child.name, real.is_dir(), 0 if real.is_dir() else real.stat().st_size))
-    return entries
+    prefix = f"{relative}/" if relative else ""
+    with open_local(run_path, relative) as folder:
+        if not folder.is_dir:
+            raise HTTPException(404, f"no folder {relative!r} in this run")
+        found = (_entry(run_path, folder.fd, prefix, name) for name in os.listdir(folder.fd))
+        return [entry for entry in found if entry is not None]
+
+
+def _entry(run_path: str, folder_fd: int, prefix: str, name: str) -> Entry | None:
+    """A folder or a regular file as listed; a link as what it leads to, when the browser would open
+    it (a link out of the run, or to nothing, is not shown); anything else (a FIFO…) is not shown."""
+    try:
+        status = os.stat(name, dir_fd=folder_fd, follow_symlinks=False)
+    except OSError:
+        return None  # removed meanwhile
+    if stat.S_ISLNK(status.st_mode):
+        try:
+            with open_local(run_path, prefix + name) as target:
+                status = target.stat
+        except HTTPException:
+            return None
+    if stat.S_ISDIR(status.st_mode):
+        return Entry(name, prefix + name, True, 0)
+    if stat.S_ISREG(status.st_mode):
+        return Entry(name, prefix + name, False, status.st_size)
+    return None
 
 
 def _list_remote(run_path: str, relative: str) -> list[Entry]:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import KubebenchError, SpecError
+from ..redact import runner_environment
 from ..settings import Settings
 from ..store.records import RunResult
 from ..store.store import Store
@@ -151,7 +152,9 @@ class Launcher:
         command = [sys.executable, "-m", "kubebench", "run", str(folder / "spec.yaml"), "--id", exp_id]
         if params:
             command += ["--params", str(folder / "params.yaml")]
-        env = {**os.environ, "KUBEBENCH_HOME": str(self.settings.home), "KUBEBENCH_STORE": self.settings.store_url,
+        # the runner needs the store (its jobs do not get it: see kubebench.redact), never the token
+        env = {**runner_environment(os.environ), "KUBEBENCH_HOME": str(self.settings.home),
+               "KUBEBENCH_STORE": self.settings.store_url,
                "COLUMNS": "120"}
         env.pop("KUBEBENCH_STORAGE", None)
         if self.settings.storage_url:

@@ -12,7 +12,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.templating import Jinja2Templates
 
-from ..errors import NotFoundError
+from ..errors import IdError, NotFoundError
 
 TEMPLATES = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
 
@@ -79,7 +79,7 @@ def experiment_page(request: Request, experiment_id: str) -> HTMLResponse:
     """One experiment: progress, trials with statistics, plots, runs."""
     try:
         name = request.app.state.store.experiment(experiment_id).name
-    except NotFoundError as e:
+    except (NotFoundError, IdError) as e:  # IdError: not an id at all (its message names the rule)
         return _page(request, "not_found.html", "Not found", 404, message=str(e))
     return _page(request, "experiment.html", name, experiment_id=experiment_id, experiment_name=name)
 
@@ -89,7 +89,7 @@ def run_page(request: Request, run_id: str) -> HTMLResponse:
     """One run: state, timings, provenance, logs, telemetry, files."""
     try:
         run = request.app.state.store.run(run_id)
-    except NotFoundError as e:
+    except (NotFoundError, IdError) as e:  # IdError: not an id at all (its message names the rule)
         return _page(request, "not_found.html", "Not found", 404, message=str(e))
     return _page(request, "run.html", f"Run {run_id}", run_id=run_id, experiment_id=run.experiment_id)
 

@@ -74,7 +74,8 @@ async function showLog() {
     return;
   }
   try {
-    const text = await getText(`${base}/logs/${encodeURIComponent(replica)}`);
+    // the end of the log only: a log of many MiB would stall the page (the file browser has all of it)
+    const text = await getText(`${base}/logs/${encodeURIComponent(replica)}?tail=${VIEW_LIMIT}`);
     logView.textContent = text || "(empty log)";
     logView.scrollTop = logView.scrollHeight;
   } catch (error) {

@@ -2,8 +2,8 @@
 // environment), sort on any, filter with the query language of /api/table, select rows to compare,
 // the best row by a metric highlighted, parallel coordinates of the parameters → that metric, and
 // notes and tags on experiments (saved with the server's token).
-import { el, fmtNum, fmtTime, fmtValue, getJson, plotLayout, send, showError, showFlash, sortableHead } from "./common.js";
-import { draw, drawEmpty } from "./plots.js";
+import { el, fmtNum, fmtTime, fmtValue, getJson, send, showError, showFlash, sortableHead } from "./common.js";
+import { drawEmpty } from "./plots.js";
 
 const form = document.getElementById("table-form");
 const queryInput = document.getElementById("table-query");
@@ -118,27 +118,65 @@ function updateButtons() {
   onlyButton.disabled = selected.size === 0 && !onlySelected;
 }
 
-async function renderParcoords(rows, metric) {
+// Parallel coordinates drawn as SVG here: Plotly's parcoords is WebGL through regl, which compiles its
+// shaders with `new Function` and so cannot start under the pages' Content-Security-Policy (no
+// 'unsafe-eval'); it drew an empty "no WebGL" box.
+const SVG = "http://www.w3.org/2000/svg";
+
+function svg(tag, attrs, text) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+/** A dimension of the plot: numbers as they are, anything else as its sorted levels 0, 1, … */
+function dimension(label, values) {
+  if (values.every((v) => typeof v === "number" && Number.isFinite(v))) {
+    const low = Math.min(...values), high = Math.max(...values);
+    return { label, values, low, high, ticks: [[low, fmtNum(low)], [high, fmtNum(high)]] };
+  }
+  const levels = [...new Set(values.map((v) => fmtValue(v)))].sort();
+  return { label, values: values.map((v) => levels.indexOf(fmtValue(v))), low: 0, high: Math.max(1, levels.length - 1),
+    ticks: levels.map((level, i) => [i, level]) };
+}
+
+function renderParcoords(rows, metric) {
   const node = document.getElementById("parcoords");
-  const params = [...new Set(rows.flatMap((r) => Object.keys(r.params)))];
-  const dims = params.map((p) => {
-    const values = rows.map((r) => r.params[p]);
-    if (values.every((v) => typeof v === "number")) return { label: p, values };
-    const levels = [...new Set(values.map((v) => fmtValue(v)))].sort();
-    return { label: p, values: values.map((v) => levels.indexOf(fmtValue(v))), tickvals: levels.map((_, i) => i), ticktext: levels };
-  });
   const withMetric = metric && rows.some((r) => Number.isFinite(r.metrics[metric]));
   if (!rows.length || !withMetric) {
     drawEmpty(node, "Choose a metric (Best by) with values to draw parameters against it.");
     return;
   }
-  const values = rows.map((r) => (Number.isFinite(r.metrics[metric]) ? r.metrics[metric] : NaN));
-  dims.push({ label: metric, values });
-  await draw(node, {
-    data: [{ type: "parcoords", dimensions: dims,
-      line: { color: values, colorscale: "Viridis", reversescale: data.goals[metric] === "minimize", showscale: true } }],
-    layout: plotLayout(`parameters → ${metric}`, { height: 420, margin: { l: 60, r: 60, t: 70, b: 30 } }),
+  const kept = rows.filter((r) => Number.isFinite(r.metrics[metric]));
+  const params = [...new Set(kept.flatMap((r) => Object.keys(r.params)))];
+  const dims = [...params.map((p) => dimension(p, kept.map((r) => r.params[p]))),
+    dimension(metric, kept.map((r) => r.metrics[metric]))];
+  const width = Math.max(320, node.clientWidth || 900), height = 380, top = 40, bottom = 30, side = 70;
+  const x = (i) => side + (dims.length > 1 ? (i / (dims.length - 1)) * (width - 2 * side) : (width - 2 * side) / 2);
+  const y = (d, v) => top + (1 - (d.high === d.low ? 0.5 : (v - d.low) / (d.high - d.low))) * (height - top - bottom);
+  const box = svg("svg", { width, height, viewBox: `0 0 ${width} ${height}`, class: "parcoords", role: "img",
+    "aria-label": `parameters → ${metric}: one line per row` });
+  const goal = data.goals[metric], last = dims[dims.length - 1];
+  kept.forEach((r, row) => {
+    const share = last.high === last.low ? 1 : (r.metrics[metric] - last.low) / (last.high - last.low);
+    const good = goal === "minimize" ? 1 - share : share; // yellow is better, as the best row
+    const line = svg("polyline", { points: dims.map((d, i) => `${x(i).toFixed(1)},${y(d, d.values[row]).toFixed(1)}`).join(" "),
+      fill: "none", stroke: `hsl(${(270 - 210 * good).toFixed(0)} 70% 45%)`, "stroke-width": "1.3", opacity: "0.8" });
+    line.append(svg("title", {}, `${r.experiment.id} · ${metric} ${fmtNum(r.metrics[metric])}`));
+    box.append(line);
   });
+  dims.forEach((d, i) => {
+    box.append(svg("line", { x1: x(i), x2: x(i), y1: top, y2: height - bottom, stroke: "currentColor", "stroke-width": "1" }));
+    box.append(svg("text", { x: x(i), y: top - 18, "text-anchor": "middle", class: "parcoords-label" }, d.label));
+    for (const [v, text] of d.ticks) {
+      box.append(svg("text", { x: x(i) + 5, y: y(d, v) + 4, class: "parcoords-tick" }, text));
+    }
+  });
+  node.classList.remove("empty");
+  delete node.dataset.empty;
+  node.replaceChildren(el("h3", { class: "plot-title" }, `parameters → ${metric}`), box);
+  node.dataset.rendered = "1";
 }
 
 async function load() {

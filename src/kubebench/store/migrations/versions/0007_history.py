@@ -4,7 +4,7 @@ accepted as intended, noise floors measured by A/A runs, and notes and tags on e
 Existing experiments join the series of their name (a spec's ``series:`` did not exist before).
 
 Revision ID: 0007
-Revises: 0005
+Revises: 0006
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0007"
-down_revision = "0005"
+down_revision = "0006"
 branch_labels = None
 depends_on = None
 SCHEMA_VERSION = 7
