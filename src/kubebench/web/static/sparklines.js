@@ -5,9 +5,11 @@ import { el, fmtNum, getJson } from "./common.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 
-function svg(tag, attrs) {
+/** An SVG element with these attributes (and text). */
+export function svg(tag, attrs, text = undefined) {
   const node = document.createElementNS(SVG, tag);
   for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+  if (text !== undefined) node.textContent = text;
   return node;
 }
 

@@ -4,6 +4,7 @@
 // notes and tags on experiments (saved with the server's token).
 import { el, fmtNum, fmtTime, fmtValue, getJson, send, showError, showFlash, sortableHead } from "./common.js";
 import { drawEmpty } from "./plots.js";
+import { svg } from "./sparklines.js";
 
 const form = document.getElementById("table-form");
 const queryInput = document.getElementById("table-query");
@@ -121,14 +122,6 @@ function updateButtons() {
 // Parallel coordinates drawn as SVG here: Plotly's parcoords is WebGL through regl, which compiles its
 // shaders with `new Function` and so cannot start under the pages' Content-Security-Policy (no
 // 'unsafe-eval'); it drew an empty "no WebGL" box.
-const SVG = "http://www.w3.org/2000/svg";
-
-function svg(tag, attrs, text) {
-  const node = document.createElementNS(SVG, tag);
-  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
 
 /** A dimension of the plot: numbers as they are, anything else as its sorted levels 0, 1, … */
 function dimension(label, values) {
