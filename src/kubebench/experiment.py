@@ -21,6 +21,8 @@ class Experiment:
     settings: Settings
     #: Adaptive repeats in force (``None`` for a fixed number, or when ``--repeats`` overrides).
     adaptive: AdaptiveRepeats | None = None
+    #: Run-time labels of the experiment (``kubebench run --label version=1.4.2``), stored with it.
+    labels: tuple[tuple[str, str], ...] = ()
 
     def local_paths(self, run: Run) -> RunPaths:
         """The run's folders as kubebench sees them."""

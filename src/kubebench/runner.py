@@ -48,12 +48,12 @@ class _Silent:
 
 
 def plan_experiment(loaded: LoadedSpec, settings: Settings, experiment_id: str | None = None,
-                    repeats: int | None = None) -> Experiment:
+                    repeats: int | None = None, labels: dict[str, str] | None = None) -> Experiment:
     """Plan (pure): trials and runs with their stable ids."""
     exp_id = ids.check(experiment_id) if experiment_id is not None else new_experiment_id(loaded.spec.name)
     plan = make_plan(loaded.spec, exp_id, job_fingerprint(loaded), repeats)
     adaptive = loaded.spec.repeats if isinstance(loaded.spec.repeats, AdaptiveRepeats) and repeats is None else None
-    return Experiment(loaded, plan, settings, adaptive)
+    return Experiment(loaded, plan, settings, adaptive, tuple(sorted((labels or {}).items())))
 
 
 def make_backend(loaded: LoadedSpec) -> Backend:
@@ -94,6 +94,7 @@ def record_experiment(experiment: Experiment, store: Store) -> ExperimentRecord:
     record = ExperimentRecord(
         id=plan.experiment_id, name=spec.name, backend=spec.backend.kind, source=experiment.loaded.source,
         spec_text=experiment.loaded.text, job_fingerprint=plan.job_fingerprint, created_at=now, updated_at=now,
+        series=spec.series or spec.name, labels=dict(experiment.labels),
     )
     store.begin_experiment(record, plan)
     return record

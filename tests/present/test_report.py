@@ -43,6 +43,7 @@ def test_report_is_self_contained(report: Path) -> None:
     assert not re.findall(r"<(?:script|link)\b[^>]*\b(?:src|href)\s*=\s*[\"']?https?:", text)
     assert "rep-cand compared with rep-base" in text
     assert "olympic mean" in text and "regressed" in text
+    assert "History of series report-demo: throughput" in text and "12 points of 6 trial(s)" in text
 
 
 def test_report_plots_render_in_chromium(report: Path, browser, artifacts: Path) -> None:
@@ -54,16 +55,18 @@ def test_report_plots_render_in_chromium(report: Path, browser, artifacts: Path)
     page.wait_for_selector(".js-plotly-plot .main-svg")
     plots = page.locator(".js-plotly-plot")
     # per experiment: throughput vs workers, vs batch, distributions, scaling (+ telemetry when the runs were
-    # long enough to be sampled, which depends on the machine's load); plus the comparison chart
+    # long enough to be sampled, which depends on the machine's load); plus the comparison chart and the
+    # history of their series (both experiments are report-demo)
     titles = [plots.nth(i).locator(".gtitle").first.text_content() for i in range(plots.count())]
     expected = ["throughput vs workers", "throughput vs batch", "throughput: runs of each trial",
                 "scaling efficiency over workers"]
-    assert [t for t in titles if not t.startswith("telemetry")] == expected * 2 + ["throughput: rep-cand / rep-base"]
+    assert [t for t in titles if not t.startswith("telemetry")] == (
+        expected * 2 + ["throughput: rep-cand / rep-base", "report-demo: throughput"])
     for i in range(plots.count()):
         plot = plots.nth(i)
         assert plot.locator(".main-svg").count() > 0
         assert plot.locator("g.trace").count() > 0, f"plot {i} has no traces"
-    comparison = plots.nth(plots.count() - 1)
+    comparison = plots.nth(titles.index("throughput: rep-cand / rep-base"))
     assert comparison.locator("g.trace.scatter g.points path").count() == 6  # a point per matched trial
     assert comparison.locator("text", has_text="±2%").count() == 1  # the band within which a CI is "unchanged"
     assert remote == [], "the report fetched something from the network"

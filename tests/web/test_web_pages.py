@@ -89,7 +89,8 @@ def test_nothing_is_loaded_from_another_host():
     """The dashboard works offline: no CDN, no external fonts or scripts."""
     for file in [*STATIC.iterdir(), *TEMPLATES.iterdir()]:
         if file.suffix in {".js", ".css", ".html"}:
-            assert not re.search(r"(https?:)?//[a-z0-9.-]+\.[a-z]{2,}/", file.read_text(encoding="utf-8")), file.name
+            text = file.read_text(encoding="utf-8").replace('"http://www.w3.org/2000/svg"', "")  # a name, not a load
+            assert not re.search(r"(https?:)?//[a-z0-9.-]+\.[a-z]{2,}/", text), file.name
 
 
 def test_plotly_is_served_from_the_installed_package_with_a_long_cache(web_client):

@@ -56,7 +56,7 @@ def send(client, method: str, path: str, **kwargs):
 def test_the_api_has_the_state_changes_of_the_contract(web_client) -> None:
     assert set(state_changes(web_client.app)) == {
         ("POST", "/api/experiments"), ("POST", "/api/experiments/web-demo-base/cancel"),
-        ("DELETE", "/api/experiments/web-demo-base")}
+        ("DELETE", "/api/experiments/web-demo-base"), ("PUT", "/api/experiments/web-demo-base/notes")}
 
 
 @pytest.mark.parametrize("headers", [

@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 from kubebench.analyse.stats import NAN, Summary, _json_number, bootstrap_median_ratio, scaled_together, summarize
 from kubebench.errors import SpecError
@@ -204,6 +204,8 @@ def _mann_whitney(c: np.ndarray, b: np.ndarray) -> tuple[float, int]:
     direction = int(np.sign(u_c - mu))
     has_ties = bool(np.any(tie_counts > 1))
     if min(c.size, b.size) <= 8 and not has_ties:
+        from scipy import stats  # here only: importing scipy.stats costs ~1 s (kubebench history imports compare)
+
         return float(stats.mannwhitneyu(c, b, method="exact").pvalue), direction
     n = c.size + b.size
     tie_term = float(np.sum(tie_counts**3 - tie_counts))

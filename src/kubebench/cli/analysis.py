@@ -259,5 +259,8 @@ def report(
     sections = [experiment_section(r, runs[r.id], metric, runs_telemetry(db, runs[r.id])) for r in records]
     base = records[0]
     sections += [comparison_section(base, runs[base.id], r, runs[r.id], metric) for r in records[1:]]
+    from .history import history_sections
+
+    sections += history_sections(db, records, metric)  # the series' history plot, when there is one
     write_report(output, sections, "kubebench report: " + ", ".join(experiment_ids))
     make_console().print(f"report written to {output}", markup=False)

@@ -31,6 +31,8 @@ def run(
     storage: StorageOpt = None,
     metrics_port: Annotated[Optional[int], typer.Option(
         "--metrics-port", metavar="PORT", min=1, max=65535, help="Serve Prometheus /metrics on 127.0.0.1:PORT while it runs.")] = None,
+    label: Annotated[Optional[list[str]], typer.Option(
+        "--label", metavar="KEY=VALUE", help="Label the experiment: key=value (e.g. version=1.4.2, commit=abc123); repeatable.")] = None,
 ) -> None:
     """Plan, run and record a benchmark, then print its results per trial.
 
@@ -42,12 +44,15 @@ def run(
       kubebench run bench.yaml --set batch_size=[32,64] --repeats 5
       kubebench run bench.yaml --id my-exp     (again: resumes my-exp)
     """
+    # series_records, not series: no SQLAlchemy, a dry run never opens the store
     from ..runner import plan_experiment
     from ..settings import settings
+    from ..store.series_records import parse_labels
 
+    labels = parse_labels(label or ())
     loaded = with_overrides(load_args(spec, params, set_), backend, parallelism)
     config = settings(store, storage=storage)
-    experiment = plan_experiment(loaded, config, experiment_id, repeats)
+    experiment = plan_experiment(loaded, config, experiment_id, repeats, labels)
     console = make_console()
     if dry_run:
         from ..present.tables import plan_table

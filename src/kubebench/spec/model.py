@@ -140,6 +140,9 @@ class BenchmarkSpec(Model):
     kind: Literal["Benchmark"] = "Benchmark"
     name: str = Field(min_length=1, max_length=63)
     description: str = ""
+    #: The series this benchmark's experiments belong to (history, change points, `kubebench check`);
+    #: default: its ``name``. Specs that measure the same thing under different names share one.
+    series: str | None = Field(None, min_length=1, max_length=128)
     job: JobSpec
     parameters: dict[str, ParamValue] = Field(default_factory=dict)
     sweep: Literal["grid", "zip"] = "grid"

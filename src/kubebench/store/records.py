@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 from pydantic_core import from_json
 
 from ..errors import NotFoundError, SpecError
@@ -40,7 +40,16 @@ class ExperimentRecord(Record):
     updated_at: float
     #: pending, running, succeeded, failed or cancelled: derived from its runs (see store.listing)
     state: str = "pending"
+    #: the series it belongs to (the spec's ``series:``, else its name) and its run-time labels (schema 7)
+    series: str = ""
+    labels: dict[str, str] = {}
     runs_by_status: dict[str, int] = {}
+
+    @field_validator("labels", mode="before")
+    @classmethod
+    def _labels_text(cls, value: object) -> object:
+        # sqlite3 (store.reader) hands JSON columns over as text
+        return json.loads(value) if isinstance(value, str) else (value or {})
 
     def declared_metrics(self) -> list[dict]:
         """The ``metrics:`` entries of the spec the experiment was run from."""

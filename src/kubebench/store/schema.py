@@ -44,6 +44,11 @@ experiments = Table(
     Index("ix_experiments_state_created_at", "state", "created_at"),
     # covers the listing's filters and its newest-first order: pages and counts read no table rows
     Index("ix_experiments_listing", "created_at", "id", "name", "backend", "state"),
+    # schema 7 (kubebench.store.series): the series it belongs to (the spec's `series:` or its name)
+    # and the labels given at run time (`--label version=1.4.2`); a series is read in time order
+    Column("series", String(128), nullable=False, server_default=""),
+    Column("labels", JSON, nullable=False, server_default="{}"),
+    Index("ix_experiments_series_created_at", "series", "created_at"),
 )
 
 trials = Table(
@@ -121,4 +126,42 @@ telemetry = Table(
     Column("series", String(128), nullable=False),
     Column("t", Float, nullable=False),
     Column("value", Float, nullable=False),
+)
+
+
+# schema 7 (kubebench.store.series): step changes of a series accepted as intended (`kubebench
+# history accept`); detections and gates measure against the level after them. metric "" = all.
+series_changes = Table(
+    "series_changes",
+    metadata,
+    Column("series", String(128), primary_key=True),
+    Column("experiment_id", String(80), ForeignKey("experiments.id", ondelete="CASCADE"), primary_key=True),
+    Column("metric", String(128), primary_key=True),
+    Column("note", Text, nullable=False),
+    Column("created_at", Float, nullable=False),
+)
+
+# schema 7: a benchmark's own run-to-run noise, measured by A/A runs (`kubebench calibrate`), per trial
+# (its parameters as canonical JSON) and metric: thresholds use it instead of the global default
+noise_floors = Table(
+    "noise_floors",
+    metadata,
+    Column("series", String(128), primary_key=True),
+    Column("trial_key", String(1024), primary_key=True),
+    Column("metric", String(128), primary_key=True),
+    Column("spread", Float, nullable=False),
+    Column("cv", Float, nullable=False),
+    Column("experiments", JSON, nullable=False),
+    Column("runs", Integer, nullable=False),
+    Column("updated_at", Float, nullable=False),
+)
+
+# schema 7: a note and tags a person adds to an experiment (the runs table of the dashboard)
+experiment_notes = Table(
+    "experiment_notes",
+    metadata,
+    Column("experiment_id", String(80), ForeignKey("experiments.id", ondelete="CASCADE"), primary_key=True),
+    Column("note", Text, nullable=False),
+    Column("tags", JSON, nullable=False),
+    Column("updated_at", Float, nullable=False),
 )

@@ -1,4 +1,5 @@
 // The experiments list: filters in the query string, counts by state, pagination, live progress, cancel.
+import { fillTrends } from "./sparklines.js";
 import {
   badge, clear, el, fmtTime, getJson, pageConfig, progressBar, send, showError, showFlash, stateBadge, takePrefetched,
 } from "./common.js";
@@ -74,9 +75,11 @@ function render(page, state) {
   clear(body);
   if (!page.items.length) {
     const text = Object.keys(state.filters).length ? "No experiment matches these filters." : "No experiments yet: launch one.";
-    body.append(el("tr", { class: "placeholder" }, el("td", { colspan: 8 }, text)));
+    body.append(el("tr", { class: "placeholder" }, el("td", { colspan: 9 }, text)));
   }
   for (const item of page.items) body.append(row(item));
+  fillTrends(body, page.items.map((item) => item.id),  // after the table: it never delays it
+    new Set(page.items.filter((item) => item.state === "running" || item.state === "pending").map((item) => item.id)));
   renderPager(page, state);
   table.dataset.ready = "1";
   // bench/web_page.py reads this mark: navigation start → table populated
@@ -97,6 +100,7 @@ function row(item) {
     el("td", {}, stateBadge(item)),
     el("td", {}, item.backend),
     el("td", {}, progressBar(item.runs_by_status, item.runs)),
+    el("td", { class: "trend", dataset: { trend: item.id } }),
     el("td", { "data-sort": item.created_at }, fmtTime(item.created_at)),
     el("td", { "data-sort": item.updated_at }, fmtTime(item.updated_at)),
     el("td", {}, cancel));

@@ -1,0 +1,103 @@
+"""``kubebench check``: the CI gate. Exit 0 pass, 1 a significant regression beyond its threshold, 2 bad input."""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from . import StoreOpt, app, expected_errors
+
+
+class CorrectionChoice(str, Enum):
+    holm = "holm"
+    bh = "bh"
+
+
+@app.command()
+@expected_errors
+def check(
+    targets: Annotated[list[str], typer.Argument(
+        help="NAME (a series, or an experiment id: checked against the experiments before it) or BASE CANDIDATE.",
+        show_default=False)],
+    metric: Annotated[Optional[list[str]], typer.Option("--metric", help="Metric to test; repeatable (default: every declared metric).")] = None,
+    correction: Annotated[CorrectionChoice, typer.Option("--correction", help="holm: family-wise error rate; bh: false discovery rate.")] = CorrectionChoice.holm,
+    alpha: Annotated[float, typer.Option("--alpha", min=1e-6, max=0.5, help="Error rate of the family.")] = 0.05,
+    threshold: Annotated[Optional[float], typer.Option("--threshold", min=0.0, max=1.0, help="Relative change below which a difference is noise (default: the series' calibrated noise, else 0.02).")] = None,
+    window: Annotated[int, typer.Option("--window", min=1, help="Experiments of the series before the candidate to compare with.")] = 10,
+    junit: Annotated[Optional[Path], typer.Option("--junit", help="Write JUnit XML: one test case per trial × metric.")] = None,
+    summary: Annotated[Optional[Path], typer.Option("--summary", envvar="GITHUB_STEP_SUMMARY", help="Append the Markdown summary to this file (GitHub's $GITHUB_STEP_SUMMARY by default).")] = None,
+    store: StoreOpt = None,
+) -> None:
+    """Compare the newest experiment with its series (or CANDIDATE with BASE) on every trial × metric; exit 1 on a regression."""
+    from ..analyse.family import run_family
+    from ..errors import SpecError
+    from ..present.check import headline, junit as junit_xml, markdown
+    from .analysis import _open
+
+    if len(targets) not in (1, 2):
+        raise SpecError(f"check takes NAME or BASE CANDIDATE, got {len(targets)} arguments")
+    db = _open(store)
+    title, base_text, tests = (_series_tests if len(targets) == 1 else _pair_tests)(db, targets, metric, threshold, window)
+    if not tests:
+        raise SpecError(f"nothing to check: no trial of {title} has values of the metrics asked")
+    outcomes = run_family(tests, correction.value, alpha)
+    text = markdown(outcomes, title, base_text, correction.value, alpha)
+    sys.stdout.write(text)
+    if summary is not None and str(summary) not in ("", "."):  # an empty $GITHUB_STEP_SUMMARY is none
+        with open(summary, "a", encoding="utf-8") as out:
+            out.write(text + "\n")
+    if junit is not None:
+        junit.write_bytes(junit_xml(outcomes, title))
+    print(headline(outcomes), file=sys.stderr)
+    raise typer.Exit(1 if any(o.fails for o in outcomes) else 0)
+
+
+def _metrics(record, asked: Optional[list[str]]) -> list[tuple[str, str]]:
+    from ..errors import SpecError
+
+    declared = [m["name"] for m in record.declared_metrics()]
+    names = asked or declared
+    if not names:
+        raise SpecError(f"experiment {record.id!r} declares no metrics: choose them with --metric")
+    return [record.metric_goal(name) for name in names]
+
+
+def _thresholds(db, series: str, given: Optional[float]) -> tuple[dict, float]:
+    from ..analyse.history import DEFAULT_THRESHOLD
+    from ..store.series import noise_floors
+
+    if given is not None:
+        return {}, given
+    return {key: f.spread for key, f in noise_floors(db, series).items()}, DEFAULT_THRESHOLD
+
+
+def _series_tests(db, targets, metric, threshold, window):
+    from ..analyse.gate import series_tests
+    from ..store.series import accepted_changes, read_series, resolve_series
+
+    name = targets[0]
+    series = resolve_series(db, name)
+    data = read_series(db, series)
+    candidate = name if name in {e.id for e in data.experiments} else data.experiments[-1].id
+    record = db.experiment(candidate)
+    thresholds, default = _thresholds(db, series, threshold)
+    baselines, tests = series_tests(data, candidate, _metrics(record, metric), thresholds, default,
+                                    accepted_changes(db, series), window)
+    used = sorted({e for ids in baselines.values() for e in ids})
+    base_text = f"{len(used)} earlier experiment{'s' * (len(used) != 1)} of series `{series}`"
+    return f"{series} · {candidate}", base_text, tests
+
+
+def _pair_tests(db, targets, metric, threshold, window):
+    from ..analyse.gate import pair_tests
+
+    base, candidate = targets
+    db.experiment(base)
+    record = db.experiment(candidate)
+    thresholds, default = _thresholds(db, record.series or record.name, threshold)
+    tests = pair_tests(db.runs(base), db.runs(candidate), _metrics(record, metric), thresholds, default)
+    return f"{candidate} vs {base}", f"`{base}`", tests

@@ -1,0 +1,94 @@
+// A series' history: the changes found (a table) and the medians per trial with CI bands (Plotly),
+// from /api/history/<series> — the same analysis as `kubebench history`.
+import { el, fmtNum, fmtParams, fmtTime, getJson, plotLayout, showError, takePrefetched } from "./common.js";
+import { draw, drawEmpty } from "./plots.js";
+
+const root = document.getElementById("history");
+const series = root.dataset.series;
+const errorBox = document.getElementById("history-error");
+const metricSelect = document.getElementById("history-metric");
+
+const pct = (x) => (x === null || x === undefined ? "–" : `${x >= 0 ? "+" : "−"}${Math.abs(x * 100).toFixed(1)}%`);
+
+function apiPath() {
+  const given = new URLSearchParams(window.location.search);
+  const query = new URLSearchParams();
+  if (given.get("metric")) query.set("metric", given.get("metric"));
+  for (const t of given.getAll("trial")) query.append("trial", t);
+  return `/api/history/${encodeURIComponent(series)}${String(query) ? `?${query}` : ""}`;
+}
+
+function expLink(id) {
+  return el("a", { href: `/experiments/${encodeURIComponent(id)}` }, id);
+}
+
+function labelsText(labels) {
+  return Object.entries(labels || {}).map(([k, v]) => `${k}=${v}`).join(" ");
+}
+
+function renderChanges(result) {
+  const table = document.getElementById("changes-table");
+  const head = el("tr", {}, ...["trial", "at experiment", "when", "between", "change", "95% CI", "p", "verdict"].map((h) => el("th", {}, h)));
+  const rows = [];
+  for (const trial of result.trials) {
+    for (const c of trial.changes) {
+      const verdict = c.accepted ? `accepted${c.note ? `: ${c.note}` : ""}` : c.verdict;
+      rows.push(el("tr", { dataset: { verdict: c.accepted ? "accepted" : c.verdict } },
+        el("td", {}, fmtParams(trial.params) || "all"), el("td", {}, expLink(c.experiment)),
+        el("td", {}, fmtTime(c.created_at)), el("td", { title: c.environment.join("\n") }, c.between),
+        el("td", { class: "num" }, pct(c.change)),
+        el("td", { class: "num" }, c.change_ci[0] === null ? "–" : `${pct(c.change_ci[0])} … ${pct(c.change_ci[1])}`),
+        el("td", { class: "num" }, c.p_value === null ? "–" : fmtNum(c.p_value)),
+        el("td", {}, el("span", { class: `badge ${c.accepted ? "succeeded" : c.verdict === "regressed" ? "failed" : "succeeded"}` }, verdict))));
+    }
+  }
+  if (!rows.length) {
+    const points = result.trials.reduce((n, t) => n + t.n_points, 0);
+    rows.push(el("tr", { class: "placeholder" }, el("td", { colspan: 8 }, `No change point in ${points} points of ${result.trials.length} trial(s).`)));
+  }
+  table.replaceChildren(el("thead", {}, head), el("tbody", {}, ...rows));
+  table.dataset.ready = "1";
+  if (!performance.getEntriesByName("history-ready").length) performance.mark("history-ready");
+}
+
+function renderMetrics(result) {
+  metricSelect.replaceChildren(...result.metrics.map((m) => el("option", { value: m, selected: m === result.metric }, m)));
+}
+
+async function renderChart(result) {
+  const node = document.getElementById("history-chart");
+  if (!result.trials.length) {
+    drawEmpty(node, "Nothing to plot.");
+    return;
+  }
+  const { title, ...rest } = result.figure.layout;
+  const figure = { data: result.figure.data,
+    layout: plotLayout(title.text, { ...rest, height: Math.max(360, Math.min(720, 300 + 20 * result.trials.length)) }) };
+  await draw(node, figure);
+  node.on("plotly_click", (event) => {
+    const id = event.points && event.points[0] && event.points[0].customdata;
+    if (id) window.location.href = `/experiments/${encodeURIComponent(id)}`;
+  });
+  if (!performance.getEntriesByName("history-plotted").length) performance.mark("history-plotted");
+}
+
+async function load() {
+  try {
+    const path = apiPath();
+    const result = await (takePrefetched(path) || getJson(path));
+    renderMetrics(result);
+    renderChanges(result);
+    root.dataset.ready = "1";
+    await renderChart(result);
+  } catch (error) {
+    showError(errorBox, error);
+    root.dataset.ready = "1";
+  }
+}
+
+metricSelect.addEventListener("change", () => {
+  const query = new URLSearchParams(window.location.search);
+  query.set("metric", metricSelect.value);
+  window.location.search = String(query);
+});
+load();

@@ -1,0 +1,56 @@
+// The experiments list's "primary metric · recent history" column: each experiment's primary
+// metric (median of its first trial) and a small SVG line of that trial over the last experiments
+// of its series, linked to the series' history page. Filled after the table, from /api/sparklines.
+import { el, fmtNum, getJson } from "./common.js";
+
+const SVG = "http://www.w3.org/2000/svg";
+
+/** An SVG element with these attributes (and text). */
+export function svg(tag, attrs, text = undefined) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+/** An inline SVG polyline of ``values`` (nulls skipped), the last point marked. */
+export function sparkline(values, width = 90, height = 22) {
+  const known = values.map((v, i) => [i, v]).filter(([, v]) => v !== null && Number.isFinite(v));
+  const box = svg("svg", { width, height, viewBox: `0 0 ${width} ${height}`, class: "sparkline", role: "img" });
+  if (known.length < 2) return box;
+  const ys = known.map(([, v]) => v);
+  const low = Math.min(...ys), high = Math.max(...ys), span = high - low || 1;
+  const x = (i) => 2 + (i / Math.max(1, values.length - 1)) * (width - 4);
+  const y = (v) => height - 2 - ((v - low) / span) * (height - 4);
+  box.append(svg("polyline", { points: known.map(([i, v]) => `${x(i).toFixed(1)},${y(v).toFixed(1)}`).join(" "),
+    fill: "none", stroke: "currentColor", "stroke-width": "1.5" }));
+  const [li, lv] = known[known.length - 1];
+  box.append(svg("circle", { cx: x(li).toFixed(1), cy: y(lv).toFixed(1), r: "2.2", fill: "currentColor" }));
+  return box;
+}
+
+// trends already fetched: the list redraws every few seconds, a finished experiment's trend stays
+const known = new Map();
+
+/** Fills the trend cells of ``body`` for these experiment ids (one request for those not known yet). */
+export async function fillTrends(body, ids, running = new Set()) {
+  const wanted = ids.filter((id) => !known.has(id) || running.has(id));
+  if (wanted.length) {
+    try {
+      const found = await getJson(`/api/sparklines?ids=${encodeURIComponent(wanted.join(","))}`);
+      for (const id of wanted) known.set(id, found[id] || null);
+    } catch {
+      return; // the list is whole without its trends
+    }
+  }
+  for (const cell of body.querySelectorAll("td[data-trend]")) {
+    const trend = known.get(cell.dataset.trend);
+    if (!trend) continue;
+    const line = sparkline(trend.history);
+    line.setAttribute("aria-label", `${trend.metric} over the last ${trend.history.length} experiments of ${trend.series}`);
+    cell.replaceChildren(el("a", { href: `/history/${encodeURIComponent(trend.series)}`, class: "trend-link",
+      title: `${trend.metric}: history of ${trend.series}` },
+    el("span", { class: "num" }, fmtNum(trend.value)), " ", line));
+  }
+  body.dataset.trends = "1";
+}

@@ -1,0 +1,81 @@
+"""`kubebench calibrate`: A/A runs store a noise floor per trial × metric; check and history use it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from kubebench.analyse.noise import MIN_THRESHOLD, spread
+from kubebench.cli import app
+from kubebench.store.series import noise_floors, trial_key
+from kubebench.store.store import open_store
+from kubebench.testing.series import store_experiment
+
+runner = CliRunner(env={"COLUMNS": "200"})
+
+SPEC = """
+name: aa
+job:
+  command: [python, -m, kubebench.workloads.synthetic, noisy, --metric, ips, --mean, "{{ 100 * bs }}", --noise, "0.02"]
+parameters: {bs: [1, 2]}
+repeats: 3
+metrics: [{name: ips, primary: true}]
+"""
+
+
+def test_spread_is_the_widest_aa_difference_of_medians() -> None:
+    assert spread([[100.0, 101.0, 99.0], [104.0, 103.0, 105.0]])[0] == pytest.approx(0.04)
+    assert spread([[100.0, 100.0], [100.0, 100.0]]) == (MIN_THRESHOLD, 0.0)
+    assert np.isnan(spread([[1.0, 2.0]])[0])
+
+
+def test_calibrate_runs_the_spec_twice_and_stores_the_floor(home: Path, write) -> None:
+    spec = write("aa.yaml", SPEC)
+    result = runner.invoke(app, ["calibrate", str(spec), "--times", "2"])
+    assert result.exit_code == 0, result.output
+    assert "noise floor of series aa" in result.output and "A/A spread" in result.output
+    from kubebench.settings import settings
+
+    store = open_store(settings().store_url)
+    floors = noise_floors(store, "aa")
+    assert sorted(k for k, _ in floors) == [trial_key({"bs": 1}), trial_key({"bs": 2})]
+    for floor in floors.values():
+        assert len(floor.experiments) == 2 and floor.runs == 6
+        assert MIN_THRESHOLD <= floor.spread < 0.1 and 0.002 < floor.cv < 0.08
+    labels = [store.experiment(e).labels for e in floor.experiments]
+    assert [lab["aa"] for lab in labels] == ["1", "2"] and labels[0]["calibration"] == labels[1]["calibration"]
+
+
+def test_a_calibrated_noise_floor_replaces_the_global_threshold(home: Path, write, monkeypatch) -> None:
+    url = f"sqlite:///{home / 'kb.db'}"
+    monkeypatch.setenv("KUBEBENCH_STORE", url)
+    store = open_store(url)
+    rng = np.random.default_rng(0)
+    # a noisy benchmark: A/A medians 7% apart; then a candidate 5% lower
+    for i, level in enumerate((1000, 1070, 1000, 950)):
+        store_experiment(store, f"e{i}", "aa", {"ips": [(level * (1 + 0.005 * rng.standard_normal(8))).tolist()]},
+                         created_at=1000.0 + i)
+    assert runner.invoke(app, ["check", "aa"]).exit_code == 1  # global 2%: fails
+    spec = Path(home.parent / "aa.yaml")
+    spec.write_text(SPEC)
+    done = runner.invoke(app, ["calibrate", str(spec), "--from", "e0", "--from", "e1"])
+    assert done.exit_code == 0, done.output
+    result = runner.invoke(app, ["check", "aa"])
+    assert result.exit_code == 0, result.output
+    assert "±6." in result.stdout or "±7." in result.stdout  # the threshold shown is the benchmark's own
+    found = json.loads(runner.invoke(app, ["history", "aa", "-f", "json"]).stdout)
+    assert found["trials"][0]["threshold"] > 0.06
+
+
+def test_calibrate_refuses_what_it_cannot_measure(home: Path, write, monkeypatch) -> None:
+    spec = write("aa.yaml", SPEC)
+    one = runner.invoke(app, ["calibrate", str(spec), "--from", "x"])
+    assert one.exit_code == 2 and "two or more A/A experiments" in one.output
+    two = runner.invoke(app, ["calibrate", str(spec), "--from", "x", "--from", "y"])
+    assert two.exit_code == 2 and "not in series 'aa'" in two.output
+    bare = write("bare.yaml", "name: bare\njob: {command: ['true']}\n")
+    assert "declares no metrics" in runner.invoke(app, ["calibrate", str(bare)]).output

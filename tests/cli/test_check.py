@@ -1,0 +1,91 @@
+"""`kubebench check`: exit codes, Markdown summary ($GITHUB_STEP_SUMMARY), JUnit XML, accepted changes."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from kubebench.cli import app
+from kubebench.store.store import open_store
+from kubebench.testing.series import store_experiment
+
+runner = CliRunner(env={"COLUMNS": "200"})
+
+
+def add(url: str, exp_id: str, level: float, at: float, seed: int, runs: int = 8) -> None:
+    """An experiment of 2 trials × 2 metrics; trial bs=8's ips at ``level`` (×1000), everything else flat."""
+    rng = np.random.default_rng(seed)
+    store = open_store(url)
+    noisy = lambda mean: (mean * (1 + 0.01 * rng.standard_normal(runs))).tolist()  # noqa: E731
+    store_experiment(store, exp_id, "bench", {"ips": [noisy(1000 * level), noisy(2000)],
+                                              "latency_ms": [noisy(10), noisy(20)]},
+                     params=[{"bs": 8}, {"bs": 16}], created_at=at, labels={"commit": exp_id},
+                     goals={"latency_ms": "minimize"})
+    store.engine.dispose()
+
+
+@pytest.fixture
+def url(home: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    url = f"sqlite:///{home / 'kb.db'}"
+    monkeypatch.setenv("KUBEBENCH_STORE", url)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    for i in range(6):
+        add(url, f"e{i}", 1.0, 1000.0 + i, seed=i)
+    return url
+
+
+def test_a_steady_candidate_passes_with_a_summary_and_junit(url: str, tmp_path: Path, monkeypatch) -> None:
+    add(url, "new", 1.0, 2000.0, seed=99)
+    summary = tmp_path / "summary.md"
+    summary.write_text("earlier step\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    result = runner.invoke(app, ["check", "bench", "--junit", str(tmp_path / "junit.xml")])
+    assert result.exit_code == 0, result.output
+    assert "**PASS: no regression beyond threshold" in result.stdout and "Holm (family-wise error rate)" in result.stdout
+    assert "6 earlier experiments of series `bench`" in result.stdout
+    assert summary.read_text().startswith("earlier step\n### kubebench check: bench · new")
+    suite = ET.parse(tmp_path / "junit.xml").getroot().find("testsuite")
+    assert (suite.get("tests"), suite.get("failures")) == ("4", "0")
+    assert sorted(c.get("name") for c in suite.iter("testcase")) == [
+        "ips[bs=16]", "ips[bs=8]", "latency_ms[bs=16]", "latency_ms[bs=8]"]
+
+
+def test_a_regression_fails_with_exit_1_and_a_junit_failure(url: str, tmp_path: Path) -> None:
+    add(url, "slow", 0.95, 2000.0, seed=98)
+    result = runner.invoke(app, ["check", "bench", "--junit", str(tmp_path / "junit.xml"), "--correction", "bh"])
+    assert result.exit_code == 1, result.output
+    assert "**FAIL: 1 regression beyond threshold" in result.stdout and "Benjamini–Hochberg" in result.stdout
+    assert "| ❌ | `ips` | bs=8 |" in result.stdout
+    [failure] = ET.parse(tmp_path / "junit.xml").getroot().iter("failure")
+    assert failure.get("type") == "regression" and failure.get("message").startswith("regressed: −")
+    # against one experiment of the series, and with an explicit base
+    assert runner.invoke(app, ["check", "e0", "slow"]).exit_code == 1
+    assert runner.invoke(app, ["check", "e0", "e1"]).exit_code == 0
+    assert runner.invoke(app, ["check", "e3"]).exit_code == 0  # e3 against e0–e2
+    # a large enough threshold lets a 5% loss pass
+    assert runner.invoke(app, ["check", "bench", "--threshold", "0.08"]).exit_code == 0
+
+
+def test_an_accepted_change_becomes_the_new_baseline(url: str) -> None:
+    for i, exp_id in enumerate(("s1", "s2", "s3")):
+        add(url, exp_id, 0.95, 2000.0 + i, seed=50 + i)
+    assert runner.invoke(app, ["check", "bench"]).exit_code == 1  # s3 against e2–e5 (and s1, s2)
+    assert runner.invoke(app, ["history", "accept", "bench", "--at", "s1", "--note", "slower, safer"]).exit_code == 0
+    result = runner.invoke(app, ["check", "bench"])
+    assert result.exit_code == 0 and "2 earlier experiments" in result.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (["check", "nope"], "no series or experiment 'nope'"),
+    (["check", "a", "b", "c"], "check takes NAME or BASE CANDIDATE"),
+    (["check", "e0"], "is the first of series 'bench'"),
+    (["check", "bench", "--metric", "nope"], "nothing to check"),
+])
+def test_bad_input_exits_2(url: str, args: list[str], message: str) -> None:
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert message in result.output and "Traceback" not in result.output
