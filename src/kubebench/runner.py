@@ -23,6 +23,7 @@ from .plan.plan import Plan, Run, make_plan, new_experiment_id
 from .render.job import RenderedJob, job_fingerprint, render_run
 from .settings import Settings
 from .storage.runs import shared_storage
+from .spec.efficiency import load_prices
 from .spec.model import AdaptiveRepeats, LoadedSpec
 from .store.records import ExperimentRecord, RunResult
 from .store.store import Store
@@ -200,3 +201,5 @@ def validate(experiment: Experiment, backend: Backend) -> None:
     storage = shared_storage(experiment.settings, experiment.loaded.spec.storage, experiment.loaded.base_dir)
     if storage is not None:
         storage.check()  # a missing bucket or a read-only folder stops the start, not every run
+    if experiment.loaded.spec.prices is not None:  # so does a bad prices file
+        load_prices(experiment.loaded.spec.prices, experiment.loaded.base_dir)

@@ -211,6 +211,51 @@ def local_meter(nvml: Any = None, powercap: Path = POWERCAP, poll: float = POLL_
     return Meter(gpus + cpus, " + ".join(sources), why, poll)
 
 
+DCGM_ENERGY = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"  # millijoules since boot, per GPU
+
+
+def dcgm_energy(url: str, window: Any, selector: str, step: float) -> Energy:
+    """Joules of each GPU of the run's pods over ``window`` (a :class:`~.promql.Window`) from the DCGM
+    exporter's energy counter in Prometheus: per GPU the sum of its increases between samples (a
+    counter that restarted, a driver reloaded, adds nothing for that step)."""
+    from ..errors import KubebenchError
+    from .promql import query_range
+
+    query = f"max by (Hostname, gpu) ({DCGM_ENERGY}{{{selector}}})"
+    try:
+        series = query_range(url, query, window, step)
+    except KubebenchError as e:
+        return Energy({}, {UNAVAILABLE_KEY: f"DCGM energy counter: {e}"})
+    per_gpu = {}
+    for s in series:
+        values = [float(v) for _, v in sorted(s["values"], key=lambda p: float(p[0]))]
+        key = (s["metric"].get("Hostname", ""), int(s["metric"].get("gpu", "0") or 0))
+        per_gpu[key] = sum(max(0.0, b - a) for a, b in zip(values, values[1:])) / 1000.0
+    if not per_gpu:
+        return Energy({}, {UNAVAILABLE_KEY: f"no {DCGM_ENERGY} series of the run's pods in Prometheus {url} "
+                                            "(no DCGM exporter, or it does not map GPUs to pods)"})
+    channels = {f"gpu{i}": per_gpu[key] for i, key in enumerate(sorted(per_gpu))}
+    return Energy(energy_metrics(channels), {SOURCE_KEY: f"DCGM exporter {DCGM_ENERGY} via Prometheus "
+                                                          f"({len(channels)} GPU{'s' if len(channels) > 1 else ''})"})
+
+
+def pods_energy(config: Any, handle: Any, run_id: str, started: float, ended: float) -> Energy:
+    """The energy of a run whose replicas are pods (the handle names a namespace): DCGM through
+    Prometheus; for any other run without a local meter, why there is no figure."""
+    if not config.enabled:
+        return Energy({}, {UNAVAILABLE_KEY: "telemetry is disabled (telemetry.enabled: false)"})
+    namespace = getattr(handle, "namespace", None)
+    if not (namespace and started):
+        return Energy({}, {UNAVAILABLE_KEY: "the backend gives no energy counter of this run"})
+    if not config.prometheus_url:
+        return Energy({}, {UNAVAILABLE_KEY: "set telemetry.prometheus_url to read the DCGM exporter's energy "
+                                            "counter of the run's pods"})
+    from .promql import Window, pod_selector
+
+    window = Window(namespace, run_id, started, ended)
+    return dcgm_energy(config.prometheus_url, window, pod_selector(window, config.gpu_pod_label), config.interval)
+
+
 def _short(e: BaseException) -> str:
     text = str(e) or type(e).__name__
     return text.splitlines()[0][:200]

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import KubebenchError
 from .config import TelemetryConfig
+from .energy import Energy, Meter, local_meter, pods_energy
 from .live import LIVE
 from .sampler import Sample, Sampler
 
@@ -34,11 +35,15 @@ class RunTelemetry:
         self._sampler: Sampler | None = None
         self._samples: list[Sample] = []
         self._warning = ""
+        self._meter: Meter | None = None
+        self._energy: Energy | None = None
 
     def start(self, handle: Any) -> None:
         """Begin the run's window; sample a local job's processes from now on."""
         self.started, self._handle = time.time(), handle
         processes = getattr(handle, "processes", None)
+        if self.config.enabled and processes is not None:
+            self._meter = local_meter().start()  # this machine's energy counters (see .energy)
         if not self.config.enabled or processes is None:
             return
         try:
@@ -54,6 +59,9 @@ class RunTelemetry:
         """End the run's window and the sampling (safe to call twice)."""
         if not self.ended:
             self.ended = time.time()
+        meter, self._meter = self._meter, None
+        if meter is not None:
+            self._energy = meter.stop()
         sampler, self._sampler = self._sampler, None
         if sampler is not None:
             self._samples = sampler.stop()
@@ -71,12 +79,19 @@ class RunTelemetry:
         samples = self._samples or self._from_prometheus()
         if samples:
             store.add_telemetry(self.run_id, samples)
+        energy = self._energy or pods_energy(self.config, self._handle, self.run_id, self.started, self.ended)
         update: dict[str, Any] = {}
-        if samples and result.status == "succeeded":
-            update["metrics"] = {**summarize(samples), **result.metrics}
-        if self._warning:
-            update["info"] = {**result.info, WARNING_KEY: self._warning}
+        if (samples or energy.metrics) and result.status == "succeeded":
+            update["metrics"] = {**(summarize(samples) if samples else {}), **energy.metrics, **result.metrics}
+        info = {**energy.info, **({WARNING_KEY: self._warning} if self._warning else {})}
+        if info:
+            update["info"] = {**result.info, **info}
         return result.model_copy(update=update) if update else result
+
+    @property
+    def machine_local(self) -> bool:
+        """Whether the run's processes ran on this machine (its resources are this machine's)."""
+        return getattr(self._handle, "processes", None) is not None
 
     def _from_prometheus(self) -> list[Sample]:
         namespace = getattr(self._handle, "namespace", None)

@@ -60,7 +60,10 @@ class ExperimentRecord(Record):
         name = name or self.primary_metric()
         if name is None:
             raise SpecError(f"experiment {self.id!r} declares no metrics: choose one with --metric")
-        goal = next((m.get("goal", "maximize") for m in self.declared_metrics() if m["name"] == name), "maximize")
+        from ..efficiency.goals import default_goal  # energy and cost: less is better
+
+        goal = next((m.get("goal", "maximize") for m in self.declared_metrics() if m["name"] == name),
+                    default_goal(name))
         return name, goal
 
 
