@@ -69,7 +69,7 @@ def cases(fast: bool) -> list[Case]:
     """The CNN and LLM commands, full size on a GPU or tiny on a CPU (``fast``)."""
     if fast:
         cnn = ("--model", "small", "--batch-size", "16", "--steps", "10", "--warmup-steps", "2", "--threads", "1")
-        llm = ("--preset", "tiny", "--batch-size", "8", "--steps", "10", "--warmup-steps", "2", "--threads", "1")
+        llm = ("--preset", "tiny", "--batch-size", "8", "--steps", "30", "--warmup-steps", "2", "--threads", "1")
     else:
         cnn = ("--model", "resnet50", "--batch-size", "256", "--amp", "bf16", "--channels-last", "--image-size", "224",
                "--num-classes", "1000", "--steps", "40", "--warmup-steps", "10")
@@ -229,13 +229,15 @@ def main() -> None:
     parser.add_argument("--fast", action="store_true", help="tiny CPU workloads (the default without a GPU)")
     parser.add_argument("--rounds", type=int, default=2, help="alternated rounds of bare and kubebench runs")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--cases", default="cnn,llm", help="which workloads, comma-separated (cnn, llm)")
     args = parser.parse_args()
     import torch
 
     fast = args.fast or not torch.cuda.is_available()
     device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "CPU"
     print(f"bench/gpu.py: {'fast (CPU)' if fast else 'full'} check on {device}; {load_line()}", flush=True)
-    started, all_cases = time.monotonic(), cases(fast)
+    wanted = set(args.cases.split(","))
+    started, all_cases = time.monotonic(), [c for c in cases(fast) if c.name in wanted]
     folder = Path(tempfile.mkdtemp(prefix="kubebench-gpu-bench-"))
     results = {c.name: {"bare": Arm(), "kubebench": Arm()} for c in all_cases}
     try:
