@@ -36,7 +36,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchlib import load_line, paired_ratio
+from benchlib import load_line, paired_ratio, pin
 
 from kubebench.collect.metrics import parse_metric_lines
 from kubebench.runner import execute, plan_experiment
@@ -230,12 +230,16 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="alternated rounds of bare and kubebench runs")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--cases", default="cnn,llm", help="which workloads, comma-separated (cnn, llm)")
+    parser.add_argument("--cpus", default="", help="pin to these CPUs ('1', '0,1', 'last'; as bench/harness.py): "
+                                                   "both arms then compete for the same core")
     args = parser.parse_args()
     import torch
 
     fast = args.fast or not torch.cuda.is_available()
+    pinned = pin(args.cpus)
     device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "CPU"
-    print(f"bench/gpu.py: {'fast (CPU)' if fast else 'full'} check on {device}; {load_line()}", flush=True)
+    print(f"bench/gpu.py: {'fast (CPU)' if fast else 'full'} check on {device}; CPUs {pinned}; {load_line()}",
+          flush=True)
     wanted = set(args.cases.split(","))
     started, all_cases = time.monotonic(), [c for c in cases(fast) if c.name in wanted]
     folder = Path(tempfile.mkdtemp(prefix="kubebench-gpu-bench-"))

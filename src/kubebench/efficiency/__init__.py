@@ -1,7 +1,8 @@
-"""What throughput costs: model FLOPs and MFU against a device peak table, and price per run.
+"""What throughput costs: model FLOPs and MFU against a device peak table, and the price of a run.
 
-Pure (no framework imports): :mod:`.flops` counts a decoder-only transformer's FLOPs from its
-shape, :mod:`.peaks` holds the devices' peak FLOP/s, :mod:`.cost` prices a run from a user's table,
-:mod:`.derived` turns a run's energy and price into per-item figures, :mod:`.goals` says which way
-these metrics are better. Energy counters are read by :mod:`kubebench.monitor.energy`.
+No framework imports: :mod:`.flops` counts a decoder-only transformer's FLOPs from its shape,
+:mod:`.peaks` holds the devices' dense peak FLOP/s, :mod:`.cost` prices a run from the user's table
+and turns energy and price into per-item figures, :mod:`.accounting` adds those to a finished run,
+:mod:`.goals` says which way these metrics are better. Energy counters are read by
+:mod:`kubebench.monitor.energy`.
 """

@@ -34,7 +34,8 @@ from ..analyse.steady import detect_steady_state
 from ..efficiency.flops import flops_per_token, total_params
 from .distributed import Group, setup
 from .llm_data import token_batches
-from .llm_efficiency import device_name, find_peak, gpu_meter, precision
+from ..monitor.energy import Energy
+from .llm_efficiency import PeakFound, device_name, find_peak, gpu_meter, precision
 from .llm_model import Transformer, loss_of
 from .llm_options import parse_args
 from .measure import peak_rss_bytes, print_header, step_metrics, write_step_times
@@ -173,7 +174,7 @@ def run(args: argparse.Namespace, group: Group) -> None:
 
 
 def report(args: argparse.Namespace, group: Group, model: nn.Module, times: list[float], cpu: list[float],
-           losses: list[torch.Tensor], params: int, energy) -> None:
+           losses: list[torch.Tensor], params: int, energy: Energy | None) -> None:
     """Gather the replicas' figures and print / write them on rank 0; every rank prints its digest."""
     measured = times[args.warmup_steps:]
     tokens_per_step = args.batch_size * args.shape.seq_len
@@ -228,7 +229,7 @@ def _mean_over_replicas(losses: torch.Tensor, group: Group) -> list[float]:
     return [float(v) for v in losses.cpu()]
 
 
-def _energy_over_replicas(energy, group: Group) -> float | None:
+def _energy_over_replicas(energy: Energy | None, group: Group) -> float | None:
     """Joules of every replica's GPU over the measured steps; None unless every replica could read its own."""
     own = energy.metrics.get("energy_joules") if energy is not None else None
     counted = group.allreduce(1.0 if own is not None else 0.0)
@@ -236,7 +237,8 @@ def _energy_over_replicas(energy, group: Group) -> float | None:
     return total if counted == group.world_size else None
 
 
-def _write_outputs(args: argparse.Namespace, group: Group, losses: list[float], found, energy) -> None:
+def _write_outputs(args: argparse.Namespace, group: Group, losses: list[float], found: PeakFound,
+                   energy: Energy | None) -> None:
     """``output/llm_train.json`` (configuration and losses) and ``result/result.json`` (the run's info)."""
     out, result = os.environ.get("KUBEBENCH_EXP_OUTPUT_PATH"), os.environ.get("KUBEBENCH_EXP_RESULT_PATH")
     record = {"preset": args.preset, "shape": vars(args.shape), "batch_size": args.batch_size,
