@@ -102,7 +102,7 @@ class GpuSampler:
         watts = sum(nv.nvmlDeviceGetPowerUsage(h) for h in self._handles) / 1000
         return time.time(), joules, watts
 
-    def __enter__(self) -> "GpuSampler":
+    def __enter__(self) -> GpuSampler:
         if self._handles:
             self._thread.start()
         return self

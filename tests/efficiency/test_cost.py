@@ -10,7 +10,7 @@ from kubebench.efficiency.accounting import account, cpu_quantity, held_by, requ
 from kubebench.efficiency.cost import Held, cost_metrics, energy_per_item, hourly_rate
 from kubebench.efficiency.goals import default_goal
 from kubebench.errors import SpecError
-from kubebench.spec.efficiency import PriceTable, Prices, load_prices
+from kubebench.spec.efficiency import Prices, PriceTable, load_prices
 from kubebench.spec.load import load_spec
 from kubebench.store.records import RunResult
 

@@ -4,9 +4,21 @@ from __future__ import annotations
 
 import pytest
 
-from kubebench.efficiency.flops import (TransformerShape, attention_flops_per_token, flops_per_token, matmul_params,
-                                        mfu, total_params)
-from kubebench.efficiency.peaks import PRECISIONS, TABLE, device_peak, find_device, why_no_peak
+from kubebench.efficiency.flops import (
+    TransformerShape,
+    attention_flops_per_token,
+    flops_per_token,
+    matmul_params,
+    mfu,
+    total_params,
+)
+from kubebench.efficiency.peaks import (
+    PRECISIONS,
+    TABLE,
+    device_peak,
+    find_device,
+    why_no_peak,
+)
 from kubebench.workloads.llm_options import PRESETS
 
 

@@ -10,9 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from kubebench.monitor.energy import (NOT_MEASURED_KEY, SOURCE_KEY, UNAVAILABLE_KEY, Meter, energy_metrics,
-                                      local_meter, nvml_channels, rapl_channels)
 from kubebench.monitor.config import TelemetryConfig
+from kubebench.monitor.energy import (
+    NOT_MEASURED_KEY,
+    SOURCE_KEY,
+    UNAVAILABLE_KEY,
+    Meter,
+    energy_metrics,
+    local_meter,
+    nvml_channels,
+    rapl_channels,
+)
 from kubebench.monitor.recorder import RunTelemetry
 from kubebench.store.records import RunResult
 
@@ -64,20 +72,20 @@ class FakeNvml:
     def __init__(self, millijoules: list[int], supported: bool = True, init_error: str = "") -> None:
         self.millijoules, self.supported, self.init_error = millijoules, supported, init_error
 
-    def nvmlInit(self) -> None:  # noqa: N802 (pynvml's names)
+    def nvmlInit(self) -> None:
         if self.init_error:
             raise self.NVMLError(self.init_error)
 
-    def nvmlDeviceGetCount(self) -> int:  # noqa: N802
+    def nvmlDeviceGetCount(self) -> int:
         return len(self.millijoules)
 
-    def nvmlDeviceGetHandleByIndex(self, index: int) -> int:  # noqa: N802
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> int:
         return index
 
-    def nvmlDeviceGetHandleByUUID(self, uuid: str) -> int:  # noqa: N802
+    def nvmlDeviceGetHandleByUUID(self, uuid: str) -> int:
         return int(uuid.removeprefix("GPU-"))
 
-    def nvmlDeviceGetTotalEnergyConsumption(self, handle: int) -> int:  # noqa: N802
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle: int) -> int:
         if not self.supported:
             raise self.NVMLError("Not Supported")
         return self.millijoules[handle]

@@ -7,7 +7,12 @@ import time
 import pytest
 
 from kubebench.monitor.config import TelemetryConfig
-from kubebench.monitor.energy import DCGM_ENERGY, SOURCE_KEY, UNAVAILABLE_KEY, pods_energy
+from kubebench.monitor.energy import (
+    DCGM_ENERGY,
+    SOURCE_KEY,
+    UNAVAILABLE_KEY,
+    pods_energy,
+)
 from kubebench.monitor.recorder import RunTelemetry
 from kubebench.store.records import RunResult
 from kubebench.testing.prometheus import PrometheusServer

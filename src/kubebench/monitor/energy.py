@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 import threading
+from itertools import pairwise
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -132,7 +133,7 @@ class Meter:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def start(self) -> "Meter":
+    def start(self) -> Meter:
         """First read of every counter; a background thread keeps up with counters that wrap."""
         for channel in self.channels:
             self._total[channel.metric] = 0.0
@@ -230,7 +231,7 @@ def dcgm_energy(url: str, window: Any, selector: str, step: float) -> Energy:
     for s in series:
         values = [float(v) for _, v in sorted(s["values"], key=lambda p: float(p[0]))]
         key = (s["metric"].get("Hostname", ""), int(s["metric"].get("gpu", "0") or 0))
-        per_gpu[key] = sum(max(0.0, b - a) for a, b in zip(values, values[1:])) / 1000.0
+        per_gpu[key] = sum(max(0.0, b - a) for a, b in pairwise(values)) / 1000.0
     if not per_gpu:
         return Energy({}, {UNAVAILABLE_KEY: f"no {DCGM_ENERGY} series of the run's pods in Prometheus {url} "
                                             "(no DCGM exporter, or it does not map GPUs to pods)"})

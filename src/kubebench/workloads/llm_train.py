@@ -30,18 +30,18 @@ from pathlib import Path
 import torch
 from torch import nn
 
+import kubebench
+
 from ..analyse.steady import detect_steady_state
 from ..efficiency.flops import flops_per_token, total_params
+from ..monitor.energy import Energy
 from .distributed import Group, setup
 from .llm_data import token_batches
-from ..monitor.energy import Energy
 from .llm_efficiency import PeakFound, device_name, find_peak, gpu_meter, precision
 from .llm_model import Transformer, loss_of
 from .llm_options import parse_args
 from .measure import peak_rss_bytes, print_header, step_metrics, write_step_times
 from .models import autocast, compiled
-
-import kubebench
 
 
 def resolve_amp(amp: str, device: torch.device) -> str:
