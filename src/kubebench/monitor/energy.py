@@ -90,7 +90,11 @@ def rapl_channels(root: Path = POWERCAP) -> tuple[list[Channel], str]:
     if not root.is_dir():
         return [], f"RAPL: {root} absent (no powercap driver, or not Linux)"
     channels, errors = [], []
-    for zone in sorted(root.iterdir(), key=lambda p: p.name):
+    try:
+        zones = sorted(root.iterdir(), key=lambda p: p.name)
+    except OSError as e:
+        return [], f"RAPL: cannot list {root} ({e.strerror or e})"
+    for zone in zones:
         match = _ZONE.match(zone.name)
         if not match or not _read_text(zone / "name").startswith("package"):
             continue
@@ -139,8 +143,12 @@ class Meter:
             self._total[channel.metric] = 0.0
             self._advance(channel, first=True)
         if any(c.wrap for c in self.channels):
-            self._thread = threading.Thread(target=self._loop, name="kubebench-energy", daemon=True)
-            self._thread.start()
+            thread = threading.Thread(target=self._loop, name="kubebench-energy", daemon=True)
+            try:
+                thread.start()
+                self._thread = thread
+            except RuntimeError:  # no thread to spare: counters are still read at the end (one wrap is caught)
+                pass
         return self
 
     def _loop(self) -> None:
