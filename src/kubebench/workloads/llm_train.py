@@ -152,7 +152,8 @@ def run(args: argparse.Namespace, group: Group) -> None:
         sys.exit("llm_train: replicas train under torch.distributed (DDP or FSDP), not MPI: launch it with "
                  "torchrun or as a PyTorchJob / TrainJob")
     args.amp = resolve_amp(args.amp, group.device)
-    model = Transformer(args.shape, args.checkpointing).to(group.device)
+    with group.device:  # weights made where they live: a 1B model initialised on a CPU takes seconds
+        model = Transformer(args.shape, args.checkpointing)
     model = compiled(parallelize(model, args, group), args.compile)
     try:
         batches = token_batches(args.data, args.shape, args.batch_size, args.seed, group.rank, group.world_size,
@@ -170,10 +171,13 @@ def run(args: argparse.Namespace, group: Group) -> None:
         meter.start()
     times, cpu = timed_steps(step, batches, args.warmup_steps, args.steps, group.device)
     energy = meter.stop() if meter is not None else None
-    report(args, group, model, warm + times, warm_cpu + cpu, losses, params, energy)
+    if group.rank == 0:  # at once: the file's time marks the end of the measured steps (bench/gpu.py uses it)
+        tokens_per_step = args.batch_size * args.shape.seq_len
+        write_step_times(args.warmup_steps, tokens_per_step, group.world_size, warm + times, cpu_seconds=warm_cpu + cpu)
+    report(args, group, model, warm + times, losses, params, energy)
 
 
-def report(args: argparse.Namespace, group: Group, model: nn.Module, times: list[float], cpu: list[float],
+def report(args: argparse.Namespace, group: Group, model: nn.Module, times: list[float],
            losses: list[torch.Tensor], params: int, energy: Energy | None) -> None:
     """Gather the replicas' figures and print / write them on rank 0; every rank prints its digest."""
     measured = times[args.warmup_steps:]
@@ -194,7 +198,6 @@ def report(args: argparse.Namespace, group: Group, model: nn.Module, times: list
             metrics |= {"energy_joules_measured": joules, "joules_per_token": joules / tokens}
         print(f"tokens/sec: {rate:.1f}", flush=True)
         kubebench.report(**metrics)
-        write_step_times(args.warmup_steps, tokens_per_step, group.world_size, times, cpu_seconds=cpu)
         _write_outputs(args, group, mean_losses, found, energy)
     report_replica(group.rank, group.world_size, digest, own_rate)
 
