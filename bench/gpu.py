@@ -69,7 +69,7 @@ def cases(fast: bool) -> list[Case]:
     """The CNN and LLM commands, full size on a GPU or tiny on a CPU (``fast``)."""
     if fast:
         cnn = ("--model", "small", "--batch-size", "16", "--steps", "10", "--warmup-steps", "2", "--threads", "1")
-        llm = ("--preset", "tiny", "--batch-size", "8", "--steps", "30", "--warmup-steps", "2", "--threads", "1")
+        llm = ("--preset", "tiny", "--batch-size", "8", "--steps", "12", "--warmup-steps", "2", "--threads", "1")
     else:
         cnn = ("--model", "resnet50", "--batch-size", "256", "--amp", "bf16", "--channels-last", "--image-size", "224",
                "--num-classes", "1000", "--steps", "40", "--warmup-steps", "10")

@@ -104,3 +104,22 @@ def test_overhead_with_too_few_values() -> None:
 def test_overhead_rejects_unknown_goal() -> None:
     with pytest.raises(ValueError, match="goal"):
         overhead([1.0], [1.0], goal="up")  # type: ignore[arg-type]
+
+
+def test_the_workers_parameter_is_found_by_name() -> None:
+    from kubebench.analyse.experiments import scaling, workers_parameter
+    from kubebench.store.records import RunRecord
+
+    def runs(params_of: dict[str, dict]) -> list[RunRecord]:
+        return [RunRecord(run_id=f"{t}{r}", experiment_id="e", trial_id=t, repeat=r, warmup=False, status="succeeded",
+                          params=p, metrics={"ips": 100.0 * p.get("num_gpus", 1)}) for t, p in params_of.items()
+                for r in range(2)]
+
+    gpus = runs({"a": {"num_gpus": 1, "batch": 8}, "b": {"num_gpus": 2, "batch": 8}})
+    assert workers_parameter(gpus, "ips") == "num_gpus"
+    ((rest, points),) = scaling(gpus, "ips")
+    assert rest == {"batch": 8} and [p.efficiency for p in points] == [1.0, 1.0]
+    with pytest.raises(SpecError, match="no swept parameter holds a number of workers .*swept: batch"):
+        workers_parameter(runs({"a": {"batch": 8}, "b": {"batch": 16}}), "ips")
+    with pytest.raises(SpecError, match=r"several swept parameters .*\(workers, nodes\)"):
+        workers_parameter(runs({"a": {"workers": 1, "nodes": 1}, "b": {"workers": 2, "nodes": 2}}), "ips")

@@ -39,7 +39,7 @@ def test_show_prints_the_environment(experiment: str) -> None:
 def test_results_json_carries_provenance(experiment: str) -> None:
     runs = json.loads(runner.invoke(app, ["results", experiment, "-f", "json"]).output)
     assert all(r["provenance"]["host"] == platform.node() and r["provenance"]["backend"] == "local" for r in runs)
-    assert runs[0]["format_version"] == 2
+    assert runs[0]["format_version"] == 3
 
 
 def test_results_parquet_needs_a_file_and_writes_one(experiment: str, tmp_path: Path) -> None:

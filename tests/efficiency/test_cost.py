@@ -6,13 +6,20 @@ from pathlib import Path
 
 import pytest
 
-from kubebench.efficiency.accounting import account, cpu_quantity, held_by, requested
+from kubebench.efficiency.accounting import (
+    account,
+    cpu_quantity,
+    held_by,
+    requested,
+    steady_mfu,
+)
 from kubebench.efficiency.cost import Held, cost_metrics, energy_per_item, hourly_rate
-from kubebench.efficiency.goals import default_goal
 from kubebench.errors import SpecError
+from kubebench.rules import default_goal
 from kubebench.spec.efficiency import Prices, PriceTable, load_prices
 from kubebench.spec.load import load_spec
-from kubebench.store.records import RunResult
+from kubebench.store.records import ExperimentRecord, RunRecord, RunResult
+from kubebench.web.queries import metric_list
 
 TABLE = PriceTable(pricing="on-demand", device_hour={"H100": {"on-demand": 4.0, "spot": 1.5}, "A100": 2.0,
                                                      "H100 NVL": 3.0},
@@ -92,6 +99,15 @@ def test_account_adds_cost_and_energy_per_item_but_never_replaces_the_workload_s
     assert account(loaded.spec, loaded.base_dir, manifest, failed, 3600.0, True) == failed
 
 
+def test_steady_mfu_from_the_collector_s_steady_window() -> None:
+    # Two devices at 400 tokens/s each, 1e9 FLOPs per token, 2 TFLOP/s peak: 800 steady tokens/s is 0.2.
+    metrics = {"steady_items_per_sec": 800.0, "model_flops_per_token": 1e9, "peak_tflops_per_device": 2.0,
+               "tokens_per_sec": 700.0, "tokens_per_sec_per_device": 350.0}
+    assert steady_mfu(metrics) == {"steady_mfu": pytest.approx(0.2)}
+    assert steady_mfu({**metrics, "peak_tflops_per_device": 0.0}) == {}  # no peak: no MFU
+    assert steady_mfu({"steady_items_per_sec": 800.0}) == {}  # not an LLM workload's run
+
+
 def test_prices_from_a_file_with_the_spec_s_rows_over_them(tmp_path: Path) -> None:
     (tmp_path / "prices.yaml").write_text("pricing: spot\ndevice_hour: {H100: {spot: 1.5}, A100: 1.0}\n"
                                           "cpu_core_hour: 0.01\n")
@@ -123,7 +139,20 @@ def test_the_spec_takes_one_reference_or_several_and_checks_them(write) -> None:
 
 
 def test_energy_and_cost_metrics_are_better_lower() -> None:
-    for name in ("energy_joules", "gpu0_energy_joules", "joules_per_token", "cost_usd", "usd_per_million_tokens"):
+    for name in ("energy_joules", "energy_joules_measured", "gpu0_energy_joules", "joules_per_token", "cost_usd", "usd_per_million_tokens"):
         assert default_goal(name) == "minimize"
     for name in ("tokens_per_sec", "mfu", "images_per_sec"):
         assert default_goal(name) == "maximize"
+
+
+def test_every_view_ranks_an_undeclared_energy_or_cost_metric_lower_is_better() -> None:
+    record = ExperimentRecord(id="e", name="s", backend="local", source="s.yaml", job_fingerprint="f",
+                              created_at=0.0, updated_at=0.0,
+                              spec_text="metrics: [{name: tokens_per_sec}, {name: usd_per_million_tokens, goal: maximize}]")
+    assert record.metric_goal("cost_usd") == ("cost_usd", "minimize")  # compare, scaling, the report
+    assert record.metric_goal("usd_per_million_tokens")[1] == "maximize"  # a declared goal wins
+    run = RunRecord(run_id="r", experiment_id="e", trial_id="t", repeat=0, warmup=False, status="succeeded", params={},
+                    metrics={"tokens_per_sec": 1.0, "energy_joules": 2.0, "cpu_percent_mean": 50.0})
+    goals = {m["name"]: m["goal"] for m in metric_list(record, [run])}  # the dashboard's metric list
+    assert goals == {"tokens_per_sec": "maximize", "usd_per_million_tokens": "maximize",
+                     "energy_joules": "minimize", "cpu_percent_mean": "maximize"}

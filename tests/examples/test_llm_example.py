@@ -32,6 +32,9 @@ def test_llm_example_runs_ddp_and_fsdp_and_reports_scaling_mfu_and_cost(home: Pa
         assert m["tokens_per_sec"] > 0 and m["model_flops_per_token"] == flops_per_token(PRESETS["tiny"])
         assert 0 < m["mfu"] and info["peak_source"].startswith("measured")
         assert m["steady_items_per_sec"] > 0  # the collector's MSER window over the tokens per step
+        devices = m["tokens_per_sec"] / m["tokens_per_sec_per_device"]
+        assert m["steady_mfu"] == pytest.approx(m["steady_items_per_sec"] / devices * m["model_flops_per_token"]
+                                                / (m["peak_tflops_per_device"] * 1e12))
         assert info["parallel"] == (parallel if workers == 2 else "none")
         # 1 core per worker requested at $0.048 per core-hour
         assert m["cost_usd"] == pytest.approx(workers * 0.048 * record["duration_s"] / 3600, rel=0.2)
@@ -42,6 +45,8 @@ def test_llm_example_runs_ddp_and_fsdp_and_reports_scaling_mfu_and_cost(home: Pa
         assert len(digests) == 1  # the replicas ended with the same parameters
     scaling = runner.invoke(app, ["scaling", "llm", "--metric", "tokens_per_sec"])
     assert scaling.exit_code == 0, scaling.output
-    assert re.search(r"parallel=ddp.*\b2\b.*%", scaling.output)
+    rows = {(r[0], r[1]): r for r in (line.split() for line in scaling.output.splitlines()) if r[:1] in (["ddp"], ["fsdp"])}
+    assert set(rows) >= {("ddp", "1"), ("ddp", "2")}, scaling.output
+    assert rows["ddp", "2"][2] == "1" and rows["ddp", "2"][-2].endswith("%")  # 1 thread per replica; efficiency
     shown = runner.invoke(app, ["efficiency", "llm"])
     assert shown.exit_code == 0 and "usd_per_million_tokens" not in shown.output and "$/M tokens" in shown.output

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kubebench.monitor.config import TelemetryConfig
-from kubebench.monitor.energy import (
+from kubebench.backends.base import PodTelemetry, ProcessTelemetry
+from kubebench.efficiency.counters import (
     NOT_MEASURED_KEY,
     SOURCE_KEY,
     UNAVAILABLE_KEY,
@@ -22,6 +22,7 @@ from kubebench.monitor.energy import (
     rapl_channels,
 )
 from kubebench.monitor.recorder import RunTelemetry
+from kubebench.spec.telemetry import TelemetryConfig
 from kubebench.store.records import RunResult
 
 
@@ -131,13 +132,12 @@ def test_a_counter_failing_mid_run_drops_out_with_a_warning() -> None:
     assert "gpu1: counter failed" in energy.info["energy_warning"]
 
 
-class Handle:
-    processes: list = []
+LOCAL = ProcessTelemetry(())  # a local job's processes (none needed: the meter reads the machine)
 
 
 def test_a_local_run_records_its_energy_or_why_it_has_none() -> None:
     telemetry = RunTelemetry(TelemetryConfig(gpu=False), "exp", "run")
-    telemetry.start(Handle())
+    telemetry.start(LOCAL)
     telemetry.stop()
 
     class Store:
@@ -155,14 +155,11 @@ def test_a_local_run_records_its_energy_or_why_it_has_none() -> None:
 
 def test_telemetry_off_or_no_energy_source_is_said_too() -> None:
     off = RunTelemetry(TelemetryConfig(enabled=False), "exp", "run")
-    off.start(Handle())
+    off.start(LOCAL)
     result = off.record(None, RunResult(run_id="run", status="succeeded", finished_at=time.time()))
     assert result.info[UNAVAILABLE_KEY] == "telemetry is disabled (telemetry.enabled: false)"
 
-    class Pods:
-        namespace = "bench"
-
     kube = RunTelemetry(TelemetryConfig(), "exp", "run")
-    kube.start(Pods())
+    kube.start(PodTelemetry("bench", "kb-run-.*"))
     result = kube.record(None, RunResult(run_id="run", status="succeeded", finished_at=time.time()))
     assert "set telemetry.prometheus_url" in result.info[UNAVAILABLE_KEY]

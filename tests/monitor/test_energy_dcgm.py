@@ -6,14 +6,11 @@ import time
 
 import pytest
 
-from kubebench.monitor.config import TelemetryConfig
-from kubebench.monitor.energy import (
-    DCGM_ENERGY,
-    SOURCE_KEY,
-    UNAVAILABLE_KEY,
-    pods_energy,
-)
+from kubebench.backends.base import PodTelemetry
+from kubebench.efficiency.counters import SOURCE_KEY, UNAVAILABLE_KEY
+from kubebench.monitor.energy import DCGM_ENERGY, pods_energy
 from kubebench.monitor.recorder import RunTelemetry
+from kubebench.spec.telemetry import TelemetryConfig
 from kubebench.store.records import RunResult
 from kubebench.testing.prometheus import PrometheusServer
 
@@ -56,14 +53,15 @@ def dcgm(prometheus: PrometheusServer, exporter_port: int):
     server.server_close()
 
 
-class Pods:
-    namespace = "bench"
+def pods(run: str = RUN) -> PodTelemetry:
+    """A run's pods as the Kubernetes backend names them."""
+    return PodTelemetry("bench", f"kb-{run}-.*")
 
 
 def test_each_gpu_of_the_run_s_pods_gets_its_energy(dcgm, prometheus: PrometheusServer) -> None:
     now = time.time()
     config = TelemetryConfig(prometheus_url=prometheus.url, interval=1.0)
-    energy = pods_energy(config, Pods(), RUN, now - 5, now - 1)
+    energy = pods_energy(config, pods(), now - 5, now - 1)
     m = energy.metrics
     # The same scrapes bound both GPUs' windows, so their energies are in the ratio of their power;
     # the window is 4 s give or take a scrape at each end.
@@ -76,7 +74,7 @@ def test_each_gpu_of_the_run_s_pods_gets_its_energy(dcgm, prometheus: Prometheus
 
 def test_a_kubernetes_run_records_dcgm_energy(dcgm, prometheus: PrometheusServer) -> None:
     telemetry = RunTelemetry(TelemetryConfig(prometheus_url=prometheus.url, interval=1.0), "exp", RUN)
-    telemetry.start(Pods())
+    telemetry.start(pods())
     telemetry.started -= 4
     telemetry.stop()
 
@@ -89,5 +87,5 @@ def test_a_kubernetes_run_records_dcgm_energy(dcgm, prometheus: PrometheusServer
 
 def test_pods_without_dcgm_series_say_so(dcgm, prometheus: PrometheusServer) -> None:
     now = time.time()
-    energy = pods_energy(TelemetryConfig(prometheus_url=prometheus.url), Pods(), "rnotarun", now - 5, now)
+    energy = pods_energy(TelemetryConfig(prometheus_url=prometheus.url), pods("rnotarun"), now - 5, now)
     assert energy.metrics == {} and "no DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION series" in energy.info[UNAVAILABLE_KEY]

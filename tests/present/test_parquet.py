@@ -27,7 +27,7 @@ def test_columns_keep_their_types_and_missing_values_are_null(tmp_path: Path) ->
     table = pq.read_table(path)
     assert table.column_names == ["run_id", "trial_id", "repeat", "status", "param.bs", "param.lr", "param.opt",
                                   "param.amp", "param.layers", "param.mix", "metric.ips", "metric.loss",
-                                  "duration_s", "exit_code", "reason"]
+                                  "started_at", "finished_at", "duration_s", "exit_code", "reason"]
     types = {f.name: str(f.type) for f in table.schema}
     assert (types["param.bs"], types["param.lr"], types["param.opt"], types["param.amp"]) == (
         "int64", "double", "string", "bool")
@@ -37,4 +37,6 @@ def test_columns_keep_their_types_and_missing_values_are_null(tmp_path: Path) ->
     assert rows[0]["param.layers"] == [1, 2] and rows[1]["param.amp"] is None and rows[1]["metric.loss"] is None
     assert (rows[0]["param.mix"], rows[1]["param.mix"]) == ("1", "x")
     assert (rows[0]["duration_s"], rows[1]["exit_code"], rows[1]["reason"]) == (2.5, 3, "boom")
-    assert table.schema.metadata[b"kubebench.format_version"] == b"2"
+    assert table.schema.metadata[b"kubebench.format_version"] == b"3"
+    assert str(table.schema.field("started_at").type) == "timestamp[ms, tz=UTC]"
+    assert rows[0]["started_at"].isoformat() == "1970-01-01T00:00:10+00:00"

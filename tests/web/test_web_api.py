@@ -192,7 +192,7 @@ def test_compare_uses_kubebench_analyse(web_client, web_home) -> None:
         web_home.baseline, web_home.candidate, "throughput", "maximize")
     store = web_home.store()
     expected = compare_experiments(store.runs(web_home.baseline), store.runs(web_home.candidate), "throughput",
-                                   "maximize", 0.05)
+                                   "maximize")  # the default threshold of kubebench.rules, as the CLI's
     assert len(answer["rows"]) == len(expected) == 2
     for row, want in zip(answer["rows"], expected):
         assert row["params"] == want.params
@@ -202,7 +202,8 @@ def test_compare_uses_kubebench_analyse(web_client, web_home) -> None:
         assert row["a"]["median"] == pytest.approx(want.comparison.base.median)
     latency = web_client.get(f"/api/compare?a={web_home.baseline}&b={web_home.candidate}&metric=latency").json()
     assert latency["goal"] == "minimize" and latency["metric"] == "latency"
-    assert {r["verdict"] for r in latency["rows"]} == {"unchanged"}  # latency does not depend on speed
+    # latency does not depend on speed: no verdict of change ("unchanged" needs the whole CI within ±2%)
+    assert {r["verdict"] for r in latency["rows"]} <= {"unchanged", "inconclusive"}
 
 
 def test_compare_of_unrelated_experiments_warns(web_client, web_home) -> None:

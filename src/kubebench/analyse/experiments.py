@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import SpecError
+from ..rules import COMPARE_THRESHOLD, worker_parameters
 from ..store.records import FAILED_STATES, RunRecord
+from .checks import check_metric, metric_names  # noqa: F401  (part of this module's API)
 from .compare import Comparison, Goal, compare
 from .studies import Overhead, ScalingPoint, overhead, scaling_efficiency
 
@@ -34,10 +36,24 @@ class TrialComparison:
     comparison: Comparison
     #: Failed runs of each side: they count, and are shown, but give no value.
     failed: tuple[int, int] = (0, 0)
+    #: The base's trial has no trial with its parameters in the candidate.
+    missing: bool = False
+
+    @property
+    def no_candidate_values(self) -> str:
+        """Why the candidate has no value for this trial ("" when it has some): a CI gate fails on it."""
+        if self.missing:
+            return "the trial is missing from the candidate"
+        if self.comparison.candidate.n:
+            return ""
+        if self.failed[1]:
+            return f"every candidate run of the trial failed ({self.failed[1]})"
+        return f"no candidate run of the trial has {self.metric!r}"
 
     def to_dict(self) -> dict[str, object]:
-        """The JSON form: ``params``, ``metric``, ``base``, ``candidate``, ``ratio``, ``ratio_ci``, ``p_value``, ``verdict``…"""
-        data = {"params": self.params, "metric": self.metric, **self.comparison.to_dict()}
+        """The JSON form: ``params``, ``metric``, ``base``, ``candidate``, ``ratio``, ``ratio_ci``, ``p_value``,
+        ``verdict``, ``reason``, ``missing``…"""
+        data = {"params": self.params, "metric": self.metric, **self.comparison.to_dict(), "missing": self.missing}
         data["base"]["failed"], data["candidate"]["failed"] = self.failed  # type: ignore[index]
         return data
 
@@ -65,8 +81,8 @@ def params_key(params: dict[str, object]) -> str:
 
 
 def matched_trials(base: Sequence[RunRecord], candidate: Sequence[RunRecord],
-                   metric: str) -> list[tuple[TrialValues, TrialValues]]:
-    """Pairs of trials with equal swept parameters.
+                   metric: str) -> list[tuple[TrialValues, TrialValues | None]]:
+    """Each trial of the base with the candidate's trial of equal swept parameters (None: it has none).
 
     A parameter fixed within each experiment describes what is being compared (a version, a
     backend, a flag) and may differ between them; parameters that vary must match.
@@ -78,8 +94,8 @@ def matched_trials(base: Sequence[RunRecord], candidate: Sequence[RunRecord],
         return params_key({k: v for k, v in trial.params.items() if k in swept})
 
     candidates = {key(t): t for t in candidate_trials}
-    pairs = [(b, candidates[key(b)]) for b in base_trials if key(b) in candidates]
-    if not pairs:
+    pairs = [(b, candidates.get(key(b))) for b in base_trials]
+    if not any(c is not None for _, c in pairs):
         raise SpecError("the two experiments have no trials with equal parameters to compare")
     return pairs
 
@@ -90,24 +106,46 @@ def _varying(trials: Sequence[TrialValues]) -> set[str]:
 
 
 def compare_experiments(base: Sequence[RunRecord], candidate: Sequence[RunRecord], metric: str, goal: Goal,
-                        threshold: float = 0.02) -> list[TrialComparison]:
-    """Every matched trial compared on ``metric`` (verdicts respect ``goal``)."""
-    return [
-        TrialComparison(b.params, metric, compare(b.values, c.values, goal=goal, threshold=threshold),
-                        (b.failed, c.failed))
-        for b, c in matched_trials(base, candidate, metric)
-    ]
+                        threshold: float = COMPARE_THRESHOLD) -> list[TrialComparison]:
+    """Every trial of the base compared on ``metric`` with the candidate's (verdicts respect ``goal``);
+    a trial the candidate lacks is compared with no values (``inconclusive``, ``missing``)."""
+    rows = []
+    for b, c in matched_trials(base, candidate, metric):
+        values, failed = (c.values, c.failed) if c is not None else ((), 0)
+        comparison = compare(b.values, values, goal=goal, threshold=threshold)
+        if c is None:
+            comparison = replace(comparison, reason="the trial is missing from the candidate")
+        rows.append(TrialComparison(b.params, metric, comparison, (b.failed, failed), missing=c is None))
+    return rows
 
 
 def overheads(bare: Sequence[RunRecord], platform: Sequence[RunRecord], metric: str,
               goal: Goal) -> list[tuple[dict[str, object], Overhead]]:
     """Platform overhead per matched trial: the same spec run bare and through the platform."""
-    return [(b.params, overhead(b.values, p.values, goal=goal)) for b, p in matched_trials(bare, platform, metric)]
+    return [(b.params, overhead(b.values, p.values, goal=goal))
+            for b, p in matched_trials(bare, platform, metric) if p is not None]
 
 
-def scaling(runs: Sequence[RunRecord], metric: str, workers_param: str = "workers",
+def workers_parameter(runs: Sequence[RunRecord], metric: str) -> str:
+    """The swept parameter that holds the number of workers (``workers``, ``nodes``, ``gpus`` …,
+    see :data:`kubebench.rules.WORKER_PARAMETER`); SpecError when there is none or several."""
+    trials = trial_values(runs, metric)
+    swept = [k for k in dict.fromkeys(k for t in trials for k in t.params) if k in _varying(trials)]
+    found = worker_parameters(swept)
+    if len(found) == 1:
+        return found[0]
+    if found:
+        raise SpecError(f"several swept parameters could be the number of workers ({', '.join(found)}): "
+                        "choose one with --workers-param")
+    raise SpecError("no swept parameter holds a number of workers (workers, nodes, gpus, replicas …); "
+                    f"swept: {', '.join(swept) or 'none'}; name it with --workers-param")
+
+
+def scaling(runs: Sequence[RunRecord], metric: str, workers_param: str | None = None,
             ) -> list[tuple[dict[str, object], list[ScalingPoint]]]:
-    """Scaling efficiency over ``workers_param`` for every combination of the other parameters."""
+    """Scaling efficiency over ``workers_param`` (default: found by name, see :func:`workers_parameter`)
+    for every combination of the other parameters."""
+    workers_param = workers_param or workers_parameter(runs, metric)
     groups: dict[str, tuple[dict[str, object], dict[int, tuple[float, ...]]]] = {}
     for trial in trial_values(runs, metric):
         if workers_param not in trial.params:

@@ -11,22 +11,57 @@ from pathlib import Path
 from typing import Annotated, Callable, Optional
 
 import typer
+from typer.core import TyperGroup
+
+
+class _Group(TyperGroup):
+    """The command list shows each command's whole first sentence, wrapped, never cut with "…"."""
+
+    def format_commands(self, ctx, formatter) -> None:
+        rows = [(name, command.get_short_help_str(limit=10_000)) for name in self.list_commands(ctx)
+                if (command := self.get_command(ctx, name)) is not None and not command.hidden]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
 
 app = typer.Typer(
     name="kubebench",
+    cls=_Group,
     help="Benchmark ML workloads: sweep parameters, run jobs (local processes or Kubeflow), collect and compare metrics.",
+    epilog="Start with: kubebench run SPEC.yaml, then kubebench show ID. Each command has -h.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
     rich_markup_mode=None,  # plain help: rendering it with rich costs ~0.2 s of imports
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 120},
 )
 
-SpecArg = Annotated[Path, typer.Argument(help="Benchmark spec (YAML).", show_default=False)]
-ParamsOpt = Annotated[Optional[Path], typer.Option("--params", help="Parameter file; its entries override the spec's.")]
-SetOpt = Annotated[Optional[list[str]], typer.Option("--set", help="Override a parameter: key=value (YAML; a list sweeps).")]
-IdOpt = Annotated[Optional[str], typer.Option("--id", help="Experiment id; an existing id resumes that experiment.")]
-StoreOpt = Annotated[Optional[str], typer.Option("--store", envvar="KUBEBENCH_STORE", help="SQLAlchemy URL of the results store.")]
-StorageOpt = Annotated[Optional[str], typer.Option("--storage", envvar="KUBEBENCH_STORAGE", help="Shared storage of the runs' folders: a folder or a URL (s3://bucket/prefix, gs://…).")]
+
+def _version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        typer.echo(f"kubebench {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[bool, typer.Option("--version", "-V", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """Benchmark ML workloads: sweep parameters, run jobs (local processes or Kubeflow), collect and compare metrics."""
+
+
+SpecArg = Annotated[Path, typer.Argument(metavar="SPEC", help="Benchmark spec (YAML).", show_default=False)]
+ParamsOpt = Annotated[Optional[Path], typer.Option("--params", metavar="FILE", help="Parameter file; its entries override the spec's.")]
+SetOpt = Annotated[Optional[list[str]], typer.Option(
+    "--set", metavar="KEY=VALUE",
+    help="Set a parameter the spec has: KEY=VALUE, the value in YAML (a list sweeps). Repeatable.")]
+IdOpt = Annotated[Optional[str], typer.Option("--id", metavar="ID", help="Experiment id; an existing id resumes that experiment.")]
+StoreOpt = Annotated[Optional[str], typer.Option("--store", metavar="URL", envvar="KUBEBENCH_STORE", help="SQLAlchemy URL of the results store.")]
+StorageOpt = Annotated[Optional[str], typer.Option("--storage", metavar="URL", envvar="KUBEBENCH_STORAGE", help="Shared storage of the runs' folders: a folder or a URL (s3://bucket/prefix, gs://…).")]
 
 
 #: Width of what is written to a file or a pipe: tables whole instead of squeezed into 80 columns.
@@ -55,16 +90,49 @@ def expected_errors(command: Callable) -> Callable:
         try:
             return command(*args, **kwargs)
         except KubebenchError as e:
-            make_console(stderr=True).print(f"[bold red]error:[/] {e}", markup=True, soft_wrap=True)
+            from ..present.text import cell
+
+            message = cell("error: ", style="bold red")
+            message.append(cell(str(e)))  # the message quotes names and values of user or workload origin
+            make_console(stderr=True).print(message, soft_wrap=True)
             raise typer.Exit(e.exit_code) from None
 
     return wrapper
 
 
 def load_args(spec: Path, params: Optional[Path], overrides: Optional[list[str]]):
+    """The spec loaded with its parameter file and ``--set`` overrides, each of which must name a
+    parameter the spec (or the file) has: an unknown key would silently add a swept parameter."""
     from ..spec.load import load_spec
 
-    return load_spec(spec, params_file=params, overrides=tuple(overrides or ()))
+    loaded = load_spec(spec, params_file=params)
+    if not overrides:
+        return loaded
+    check_overrides(loaded.spec, overrides, str(spec) if params is None else f"{spec} (with {params})")
+    return load_spec(spec, params_file=params, overrides=tuple(overrides))
+
+
+#: Spec settings that people try to change with --set, and the option that does change them.
+_SETTING_OPTIONS = {"repeats": "--repeats", "parallelism": "--parallelism", "backend": "--backend"}
+
+
+def check_overrides(spec, overrides: list[str], source: str) -> None:
+    """SpecError for ``--set KEY=…`` whose KEY is not a parameter; a warning for an empty value."""
+    from ..errors import SpecError
+    from ..present.text import cell
+    from ..spec.load import parse_override
+
+    names = list(dict.fromkeys([*spec.parameters, *(k for point in spec.include for k in point)]))
+    for text in overrides:
+        key, _ = parse_override(text)
+        if key not in names:
+            hint = f"; to change {key}, use {_SETTING_OPTIONS[key]}" if key in _SETTING_OPTIONS else ""
+            raise SpecError(f"--set {text!r}: {key!r} is not a parameter of {source}; "
+                            f"parameters: {', '.join(names) or 'none'}{hint}")
+        if not text.partition("=")[2].strip():
+            make_console(stderr=True).print(cell(
+                f"warning: --set {text}: empty value; {key} is set to the empty string ''", style="yellow"),
+                soft_wrap=True)
 
 
 def main() -> None:
@@ -73,4 +141,4 @@ def main() -> None:
 
 
 # Command modules register themselves on `app`; imported last because they use the names above.
-from . import run, results, analysis, efficiency, deploy, data, export, db, serve  # noqa: E402,F401  (this order is the order of --help)
+from . import run, results, analysis, efficiency, deploy, doctor, data, export, db, serve  # noqa: E402,F401  (this order is the order of --help)

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
+from ..rules import COMPARE_THRESHOLD
 from . import StoreOpt, app, expected_errors, make_console
 
-MetricOpt = Annotated[Optional[str], typer.Option("--metric", help="Metric to analyse (default: the primary one).")]
+MetricOpt = Annotated[Optional[str], typer.Option("--metric", "-m", metavar="NAME",
+                                                  help="Metric to analyse (default: the primary one).")]
 
 
 class CompareFormat(str, Enum):
@@ -27,19 +30,45 @@ def _open(store: Optional[str]):
     return open_store(settings(store).store_url)
 
 
+def metric_of(record, metric: Optional[str], *experiments) -> tuple[str, str, str]:
+    """(name, goal, unit) of ``metric`` (default: the primary one) of ``record``'s spec; exit 2 naming the
+    metrics there are when no run of ``experiments`` has it and the spec does not declare it."""
+    from ..analyse.checks import check_metric, metric_names
+    from ..present.numbers import metric_unit
+
+    name, goal = record.metric_goal(metric)
+    declared = record.declared_metrics()
+    check_metric(name, metric_names(*experiments), [str(m["name"]) for m in declared])
+    unit = next((str(m.get("unit") or "") for m in declared if m["name"] == name), "")
+    return name, goal, metric_unit(name, unit)
+
+
 @app.command()
 @expected_errors
 def compare(
     base: Annotated[str, typer.Argument(help="Base experiment id.", show_default=False)],
     candidate: Annotated[str, typer.Argument(help="Candidate experiment id.", show_default=False)],
     metric: MetricOpt = None,
-    format: Annotated[CompareFormat, typer.Option("--format", "-f")] = CompareFormat.table,
-    fail_on: Annotated[Optional[str], typer.Option("--fail-on", help="e.g. 'images_per_sec:-3%': exit 1 when a trial regresses by more, significantly.")] = None,
-    threshold: Annotated[float, typer.Option(help="Relative change below which a difference is noise.")] = 0.02,
+    format: Annotated[CompareFormat, typer.Option("--format", "-f", help="table or json.")] = CompareFormat.table,
+    fail_on: Annotated[Optional[str], typer.Option(
+        "--fail-on", metavar="METRIC:-N%",
+        help="Exit 1 when a trial regresses by more than N% (significantly), or the candidate lacks a trial "
+             "or every run of one failed.")] = None,
+    threshold: Annotated[float, typer.Option(
+        min=0, max=1, help="Relative change within which two experiments count as unchanged, when the whole "
+                           "95% CI of the ratio lies inside it.")] = COMPARE_THRESHOLD,
     store: StoreOpt = None,
 ) -> None:
-    """Compare two experiments trial by trial: ratio with CI, p-value, verdict."""
-    from ..analyse.compare import fail_on as regressed_beyond
+    """Compare two experiments trial by trial: ratio of medians with CI, p-value, verdict.
+
+    Verdicts: improved / regressed (significant change), unchanged (the ratio's whole CI lies within
+    ±threshold), inconclusive (neither: the reason is printed; more repeats narrow the CI).
+
+    \b
+    Examples:
+      kubebench compare base-id candidate-id
+      kubebench compare base-id candidate-id --fail-on images_per_sec:-3%
+    """
     from ..analyse.compare import parse_fail_on
     from ..analyse.experiments import compare_experiments
 
@@ -47,33 +76,54 @@ def compare(
     base_record = db.experiment(base)
     db.experiment(candidate)  # an unknown id is a clear error before any work
     base_runs, candidate_runs = db.runs(base), db.runs(candidate)
-    name, goal = base_record.metric_goal(metric)
-    rows = compare_experiments(base_runs, candidate_runs, name, goal, threshold)
+    name, goal, unit = metric_of(base_record, metric, base_runs, candidate_runs)
     gate = parse_fail_on(fail_on) if fail_on else None
-    gated = rows
-    if gate and gate[0] != name:
-        gated = compare_experiments(base_runs, candidate_runs, gate[0], base_record.metric_goal(gate[0])[1], threshold)
+    if gate:
+        metric_of(base_record, gate[0], base_runs, candidate_runs)  # a typo must not pass the gate
+    rows = compare_experiments(base_runs, candidate_runs, name, goal, threshold)
     if format is CompareFormat.json:
         sys.stdout.write(json.dumps([r.to_dict() for r in rows], indent=2) + "\n")
     else:
         from ..present.studies import comparison_table
+        from ..present.tables import params_split
 
-        make_console().print(comparison_table(rows, base, candidate))
+        make_console().print(comparison_table(rows, base, candidate, unit, params_split([r.params for r in base_runs])[0],
+                                              params_split([r.params for r in candidate_runs])[0]))
     _warn_environments(db, base, candidate)
-    if gate and any(regressed_beyond(r.comparison, gate[1]) for r in gated):
-        make_console(stderr=True).print(f"regression beyond {fail_on}: failing")
+    if gate:
+        gated = rows if gate[0] == name else compare_experiments(
+            base_runs, candidate_runs, gate[0], base_record.metric_goal(gate[0])[1], threshold)
+        _gate(gated, fail_on, gate[1])
+
+
+def _gate(rows, rule: str, limit: float) -> None:
+    """Exit 1, saying why, when a trial regressed beyond ``limit`` or the candidate has no value for it."""
+    from ..analyse.compare import fail_on as regressed_beyond
+    from ..present.tables import label, params_split
+    from ..present.text import cell
+
+    _, swept = params_split([r.params for r in rows])
+    failures = [f"{label(r.params, swept)}: regressed {-r.comparison.change:.1%}"
+                for r in rows if regressed_beyond(r.comparison, limit)]
+    failures += [f"{label(r.params, swept)}: {r.no_candidate_values}" for r in rows if r.no_candidate_values]
+    if failures:
+        console = make_console(stderr=True)
+        console.print(cell(f"gate {rule} failed:", style="bold red"))
+        for line in failures:
+            console.print(cell("  " + line))
         raise typer.Exit(1)
 
 
 def _warn_environments(db, base: str, candidate: str) -> None:
     """Warn when the two experiments ran on different hardware or software (most used environment of each)."""
+    from ..present.text import cell
     from ..provenance import provenance_differences
 
     base_envs, candidate_envs = db.environments(base), db.environments(candidate)
     if not base_envs or not candidate_envs:
         return
     for line in provenance_differences(base_envs[0][0], candidate_envs[0][0]):
-        make_console(stderr=True).print(f"[yellow]warning:[/] environments differ: {line}")
+        make_console(stderr=True).print(cell(f"warning: environments differ: {line}", style="yellow"))
 
 
 @app.command()
@@ -81,16 +131,81 @@ def _warn_environments(db, base: str, candidate: str) -> None:
 def scaling(
     experiment_id: Annotated[str, typer.Argument(help="Experiment sweeping the number of workers.", show_default=False)],
     metric: MetricOpt = None,
-    workers_param: Annotated[str, typer.Option("--workers-param", help="Parameter holding the worker count.")] = "workers",
+    workers_param: Annotated[Optional[str], typer.Option(
+        "--workers-param", metavar="NAME",
+        help="Parameter holding the worker count (default: the swept one named workers, nodes, gpus, replicas …).")] = None,
     store: StoreOpt = None,
 ) -> None:
-    """Scaling efficiency of a workers sweep: throughput(N) / (N × throughput(1)), with CI."""
+    """Scaling efficiency of a workers sweep: throughput(N) / (N × throughput(1)), with CI.
+
+    Shows the threads each replica used (from a threads parameter, else from the workload's banner
+    "threads=N"): runs compare like for like only when it is the same at every worker count.
+
+    \b
+    Example:
+      kubebench scaling pytorch-cnn-20261130-a1b2 --metric images_per_sec
+    """
     from ..analyse.experiments import scaling as scaling_study
+    from ..analyse.experiments import workers_parameter
     from ..present.studies import scaling_table
 
     db = _open(store)
-    name, _ = db.experiment(experiment_id).metric_goal(metric)
-    make_console().print(scaling_table(scaling_study(db.runs(experiment_id), name, workers_param), name))
+    runs = db.runs(experiment_id)
+    name, _, unit = metric_of(db.experiment(experiment_id), metric, runs)
+    workers_param = workers_param or workers_parameter(runs, name)
+    threads = threads_per_replica(runs, workers_param)
+    make_console().print(scaling_table(scaling_study(runs, name, workers_param), name, unit, threads))
+
+
+def threads_per_replica(runs: Sequence, workers_param: str) -> dict[tuple[str, int], str] | None:
+    """(params_key of the parameters other than workers, workers) → the threads per replica of that
+    trial: a threads parameter's value, else what the workload's rank-0 banner printed
+    (``threads=N``); None when neither says."""
+    import re
+
+    from ..analyse.experiments import params_key
+    from ..rules import thread_parameter
+
+    found: dict[tuple[str, int], str] = {}
+    for run in runs:
+        if run.status != "succeeded" or workers_param not in run.params:
+            continue
+        rest = {k: v for k, v in run.params.items() if k != workers_param}
+        key = (params_key(rest), int(run.params[workers_param]))
+        if key in found:
+            continue
+        name = thread_parameter(list(run.params))
+        if name is not None:
+            found[key] = str(run.params[name])
+            continue
+        banner = re.search(rb"\bthreads=(\d+)", _rank0_log_head(run.path))
+        if banner:
+            found[key] = banner.group(1).decode()
+    return found or None
+
+
+def _rank0_log_head(run_path: str, size: int = 64_000) -> bytes:
+    """The start of the run's rank-0 replica log (the banner is printed at start-up); b"" if unreadable."""
+    from pathlib import PurePosixPath
+
+    from ..errors import KubebenchError
+    from ..rules import replica_rank
+    from ..storage import Storage
+
+    if not run_path:
+        return b""
+    try:
+        folder = Storage(run_path)
+        logs = [n for n, _ in folder.files("output") if n.endswith(".log") and n.count("/") == 1]
+        if not logs:
+            return b""
+
+        def rank(name: str) -> tuple[int, str]:
+            return replica_rank(PurePosixPath(name).stem.rpartition("-")[0]), name
+
+        return folder.read(min(logs, key=rank))[:size]
+    except (KubebenchError, OSError):
+        return b""
 
 
 @app.command()
@@ -101,13 +216,19 @@ def overhead(
     metric: MetricOpt = None,
     store: StoreOpt = None,
 ) -> None:
-    """Platform overhead: the same spec on two backends or configurations ("overhead +x% ± y%")."""
+    """Platform overhead: the same spec on two backends or configurations ("overhead +x% ± y%").
+
+    \b
+    Example:
+      kubebench overhead bare-id kubernetes-id --metric images_per_sec
+    """
     from ..analyse.experiments import overheads
     from ..present.studies import overhead_table
 
     db = _open(store)
-    name, goal = db.experiment(bare).metric_goal(metric)
-    make_console().print(overhead_table(overheads(db.runs(bare), db.runs(platform), name, goal), name))
+    bare_runs, platform_runs = db.runs(bare), db.runs(platform)
+    name, goal, unit = metric_of(db.experiment(bare), metric, bare_runs, platform_runs)
+    make_console().print(overhead_table(overheads(bare_runs, platform_runs, name, goal), name, unit))
 
 
 @app.command()
@@ -118,16 +239,23 @@ def report(
     metric: MetricOpt = None,
     store: StoreOpt = None,
 ) -> None:
-    """Write one self-contained offline HTML report with tables and plots."""
+    """Write one self-contained offline HTML report with tables and plots.
+
+    \b
+    Example:
+      kubebench report base-id candidate-id -o report.html
+    """
     from ..present.report import comparison_section, experiment_section, write_report
 
     db = _open(store)
     records = [db.experiment(i) for i in experiment_ids]
     runs = {r.id: db.runs(r.id) for r in records}
+    if metric:
+        metric_of(records[0], metric, *runs.values())
     from ..monitor.plots import runs_telemetry
 
     sections = [experiment_section(r, runs[r.id], metric, runs_telemetry(db, runs[r.id])) for r in records]
     base = records[0]
     sections += [comparison_section(base, runs[base.id], r, runs[r.id], metric) for r in records[1:]]
     write_report(output, sections, "kubebench report: " + ", ".join(experiment_ids))
-    make_console().print(f"report written to {output}")
+    make_console().print(f"report written to {output}", markup=False)

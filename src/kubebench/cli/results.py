@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
@@ -14,6 +15,10 @@ from . import StoreOpt, make_console, app, expected_errors
 if TYPE_CHECKING:
     from ..store.reader import ResultsSource
 
+MetricsOpt = Annotated[Optional[list[str]], typer.Option(
+    "--metric", "-m", metavar="NAME", help="A metric to show (repeat for several; default: the spec's declared metrics).")]
+TelemetryOpt = Annotated[bool, typer.Option("--telemetry", help="Also show kubebench's telemetry metrics (CPU, memory, GPU).")]
+
 
 class ResultFormat(str, Enum):
     table = "table"
@@ -22,17 +27,29 @@ class ResultFormat(str, Enum):
     parquet = "parquet"
 
 
-def print_results(console, store: ResultsSource, experiment_id: str) -> int:
-    """Print the per-trial table and the failed runs; return how many runs failed (warm-ups too)."""
-    from ..present.tables import failures_table, results_table
+def print_results(console, store: ResultsSource, experiment_id: str, metrics: Sequence[str] = (),
+                  telemetry: bool = False) -> int:
+    """Print the per-trial table, its warnings and the failed runs; return how many runs failed
+    (warm-ups too). ``metrics``: the metrics to show (default: the declared ones); ``telemetry``: add
+    kubebench's telemetry metrics."""
+    from ..analyse.checks import check_metric
+    from ..present.tables import choose_metrics, failures_table, params_split, results_table, results_warnings
+    from ..present.text import cell
     from ..store.records import FAILED_STATES
 
     trials = store.trial_results(experiment_id)
-    primary = store.experiment(experiment_id).primary_metric()
-    console.print(results_table(trials, primary, title=f"results of {experiment_id}"))
+    record = store.experiment(experiment_id)
+    declared = record.declared_metrics()
+    found = sorted({name for trial in trials for values in trial.metrics for name in values})
+    for name in metrics:
+        check_metric(name, found, declared=[str(m["name"]) for m in declared])
+    choice = choose_metrics(found, declared, record.primary_metric(), metrics, telemetry)
+    console.print(results_table(trials, choice, title=f"results of {experiment_id}"))
+    for line in results_warnings(trials, choice.shown[0] if choice.shown else None):
+        console.print(cell("warning: " + line, style="yellow"))
     failed = store.runs(experiment_id, include_warmup=True, logs=False, statuses=FAILED_STATES)
     if failed:
-        console.print(failures_table(failed))
+        console.print(failures_table(failed, params_split([t.params for t in trials])[1]))
     return len(failed)
 
 
@@ -49,14 +66,25 @@ def experiments(
     format: Annotated[ListFormat, typer.Option("--format", "-f", help="table, json or csv.")] = ListFormat.table,
     store: StoreOpt = None,
 ) -> None:
-    """List experiments in the store with their run counts."""
+    """List experiments in the store with their run counts.
+
+    \b
+    Examples:
+      kubebench experiments --limit 10
+      kubebench experiments -f json
+    """
     from ..settings import settings
     from ..store.store import open_store
 
-    found = open_store(settings(store).store_url).experiments(limit)
+    url = settings(store).store_url
+    found = open_store(url).experiments(limit)
     if format is ListFormat.table:
         from ..present.tables import experiments_table
+        from ..present.text import cell
 
+        if not found:
+            make_console().print(cell(f"no experiments in {url}: start one with `kubebench run SPEC.yaml`"))
+            return
         make_console().print(experiments_table(found))
         return
     from ..present.listing import experiments_csv, experiments_json
@@ -68,9 +96,17 @@ def experiments(
 @expected_errors
 def show(
     experiment_id: Annotated[str, typer.Argument(help="Experiment id.", show_default=False)],
+    metric: MetricsOpt = None,
+    telemetry: TelemetryOpt = False,
     store: StoreOpt = None,
 ) -> None:
-    """Show an experiment: where it came from, its runs by state and its results."""
+    """Show an experiment: where it came from, its runs by state, its results, and why runs failed.
+
+    \b
+    Example:
+      kubebench show pytorch-cnn-20261130-a1b2
+    """
+    from ..present.text import cell
     from ..settings import settings
     from ..store.store import open_store
 
@@ -78,35 +114,56 @@ def show(
     record = db.experiment(experiment_id)
     console = make_console()
     counts = ", ".join(f"{n} {s}" for s, n in sorted(record.runs_by_status.items())) or "no runs"
-    console.print(f"[bold]{record.id}[/] · {record.name} · backend {record.backend} · from {record.source}")
+    console.print(cell(f"{record.id} · {record.name} · backend {record.backend} · from {record.source}", style="bold"))
     console.print(f"runs: {counts}")
     _print_environment(console, db, experiment_id)
-    print_results(console, db, experiment_id)
+    print_results(console, db, experiment_id, metric or (), telemetry)
+    _print_failure_logs(console, db, experiment_id)
     _print_attempts(console, db, experiment_id)
+
+
+#: Failed runs whose log ends ``show`` prints (the most recent first), and lines of each.
+SHOWN_FAILURES, SHOWN_LOG_LINES = 3, 12
+
+
+def _print_failure_logs(console, db, experiment_id: str) -> None:
+    """The end of the log of the latest failed runs (the cause is usually there), and the metrics a
+    run did report when a declared one was missing."""
+    from ..present.failures import failure_details
+    from ..store.records import FAILED_STATES
+
+    failed = db.runs(experiment_id, include_warmup=True, logs=True, statuses=FAILED_STATES)
+    for renderable in failure_details(failed, SHOWN_FAILURES, SHOWN_LOG_LINES):
+        console.print(renderable)
 
 
 def _print_attempts(console, db, experiment_id: str) -> None:
     """Every attempt of the runs that took more than one (retried, or redone after an interruption)."""
-    from rich.table import Table
+    from ..present.tables import add_id_column, new_table
+    from ..present.text import cell
 
     repeated = {run_id: found for run_id, found in db.attempts(experiment_id).items() if len(found) > 1
                 or found[-1].status == "interrupted"}
     if not repeated:
         return
-    table = Table(title="attempts of runs tried more than once")
-    for name in ("run", "attempt", "status", "exit", "reason"):
+    table = new_table("attempts of runs tried more than once")
+    add_id_column(table, "run", list(repeated))
+    for name in ("attempt", "status", "exit"):
         table.add_column(name)
+    table.add_column("reason", overflow="fold")
     for run_id, found in repeated.items():
         for a in found:
-            table.add_row(run_id, str(a.attempt), a.status, "" if a.exit_code is None else str(a.exit_code), a.reason)
+            table.add_row(run_id, str(a.attempt), a.status, "" if a.exit_code is None else str(a.exit_code), cell(a.reason))
     console.print(table)
 
 
 def _print_environment(console, db, experiment_id: str) -> None:
     from ..present.provenance import environment_lines
 
+    from ..present.text import cell
+
     for line in environment_lines(db.environments(experiment_id)):
-        console.print(line, markup=False)
+        console.print(cell(line))
 
 
 @app.command()
@@ -115,9 +172,21 @@ def results(
     experiment_id: Annotated[str, typer.Argument(help="Experiment id.", show_default=False)],
     format: Annotated[ResultFormat, typer.Option("--format", "-f", help="table, json, csv or parquet (needs -o).")] = ResultFormat.table,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file instead of stdout.")] = None,
+    metric: MetricsOpt = None,
+    telemetry: TelemetryOpt = False,
     store: StoreOpt = None,
 ) -> None:
-    """Results of an experiment: a per-trial table, or every run as JSON, CSV or Parquet."""
+    """Results of an experiment: a per-trial table, or every run as JSON, CSV or Parquet.
+
+    Times in JSON and CSV are ISO 8601 in UTC (started_at), with the epoch seconds beside them
+    (started_at_epoch). Repeats count from 0 everywhere.
+
+    \b
+    Examples:
+      kubebench results pytorch-cnn-20261130-a1b2
+      kubebench results pytorch-cnn-20261130-a1b2 -m step_time_p50 --telemetry
+      kubebench results pytorch-cnn-20261130-a1b2 -f csv -o runs.csv
+    """
     from ..present.export import to_csv, to_json
     from ..settings import settings
     from ..store.reader import open_results
@@ -126,7 +195,7 @@ def results(
         raise typer.BadParameter("parquet is a binary format: give a file with -o FILE", param_hint="--format")
     db = open_results(settings(store).store_url)
     if format is ResultFormat.table:
-        print_results(make_console(), db, experiment_id)
+        print_results(make_console(), db, experiment_id, metric or (), telemetry)
         return
     runs = db.runs(experiment_id, logs=False)
     if format is ResultFormat.parquet:

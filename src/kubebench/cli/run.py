@@ -11,7 +11,8 @@ import typer
 from . import IdOpt, ParamsOpt, SetOpt, SpecArg, StorageOpt, StoreOpt, make_console, load_args, app, expected_errors
 
 BackendOpt = Annotated[Optional[str], typer.Option(
-    "--backend", help="Where jobs run: local or kubernetes (overrides the spec's backend kind).")]
+    "--backend", metavar="NAME", help="Where jobs run: local or kubernetes (overrides the spec's backend kind).")]
+RepeatsOpt = Annotated[Optional[int], typer.Option("--repeats", metavar="N", min=1, help="Runs per trial (overrides the spec).")]
 
 
 @app.command()
@@ -21,17 +22,26 @@ def run(
     params: ParamsOpt = None,
     set_: SetOpt = None,
     experiment_id: IdOpt = None,
-    repeats: Annotated[Optional[int], typer.Option("--repeats", min=1, help="Runs per trial (overrides the spec).")] = None,
+    repeats: RepeatsOpt = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan and do nothing.")] = False,
     store: StoreOpt = None,
     backend: BackendOpt = None,
     parallelism: Annotated[Optional[int], typer.Option(
-        "--parallelism", min=1, help="Runs in flight at once (overrides the spec).")] = None,
+        "--parallelism", metavar="N", min=1, help="Runs in flight at once (overrides the spec).")] = None,
     storage: StorageOpt = None,
     metrics_port: Annotated[Optional[int], typer.Option(
-        "--metrics-port", min=1, max=65535, help="Serve Prometheus /metrics on 127.0.0.1:PORT while it runs.")] = None,
+        "--metrics-port", metavar="PORT", min=1, max=65535, help="Serve Prometheus /metrics on 127.0.0.1:PORT while it runs.")] = None,
 ) -> None:
-    """Plan, run and record a benchmark, then print its results per trial."""
+    """Plan, run and record a benchmark, then print its results per trial.
+
+    Exit status: 0 every run succeeded, 1 some run failed, 2 a spec or usage error, 130 interrupted.
+
+    \b
+    Examples:
+      kubebench run examples/pytorch-cnn/benchmark.yaml
+      kubebench run bench.yaml --set batch_size=[32,64] --repeats 5
+      kubebench run bench.yaml --id my-exp     (again: resumes my-exp)
+    """
     from ..runner import plan_experiment
     from ..settings import settings
 
@@ -68,7 +78,7 @@ def _execute(experiment, config, console, metrics_port: Optional[int] = None) ->
     except KeyboardInterrupt:
         signum = cancel.signal or signal.SIGINT
         make_console(stderr=True).print(f"interrupted ({signal.Signals(signum).name}): the runs in flight were "
-                                        f"cancelled; resume with --id {exp_id}", soft_wrap=True)
+                                        f"cancelled; resume with --id {exp_id}", soft_wrap=True, markup=False)
         raise typer.Exit(128 + signum) from None
     finally:
         if server is not None:
@@ -77,9 +87,10 @@ def _execute(experiment, config, console, metrics_port: Optional[int] = None) ->
     from .results import print_results
 
     failed = print_results(console, store, exp_id)
+    from ..present.text import cell
     from ..redact import mask_url
 
-    console.print(f"experiment [bold]{exp_id}[/] · store {mask_url(config.store_url)}")
+    console.print(cell(f"experiment {exp_id} · store {mask_url(config.store_url)}"))
     return failed
 
 
@@ -89,21 +100,47 @@ def render(
     spec: SpecArg,
     params: ParamsOpt = None,
     set_: SetOpt = None,
-    experiment_id: IdOpt = None,
+    experiment_id: Annotated[Optional[str], typer.Option(
+        "--id", metavar="ID", help="Experiment id the manifests are labelled with (default: a new one).")] = None,
+    repeats: RepeatsOpt = None,
+    all_runs: Annotated[bool, typer.Option(
+        "--all-runs", help="Print every run's job; by default one per trial (the repeats differ only in ids).")] = False,
     store: StoreOpt = None,
     backend: BackendOpt = None,
 ) -> None:
-    """Print each run's rendered job (YAML) without running anything."""
+    """Print the job (YAML) that each trial would run, without running anything.
+
+    \b
+    Examples:
+      kubebench render examples/pytorch-cnn/benchmark.yaml --backend kubernetes
+      kubebench render bench.yaml --set workers=4 --all-runs
+    """
     from ..runner import dump_yaml, make_backend, plan_experiment
     from ..settings import settings
 
-    experiment = plan_experiment(with_overrides(load_args(spec, params, set_), backend), settings(store), experiment_id)
+    experiment = plan_experiment(with_overrides(load_args(spec, params, set_), backend), settings(store),
+                                 experiment_id, repeats)
     backend = make_backend(experiment.loaded)
+    per_trial: dict[str, int] = {}
+    for run in experiment.plan.runs:
+        per_trial[run.trial.id] = per_trial.get(run.trial.id, 0) + 1
     documents = []
     for run in experiment.plan.runs:
+        first = not run.warmup and run.repeat == 0
+        if not all_runs and not first:
+            continue
         job = experiment.render(run, backend)
-        documents.append(f"# run {run.id}: {run.label}\n" + dump_yaml(job.manifest))
+        note = f" (of {per_trial[run.trial.id]} runs; the others differ only in run id and repeat)" \
+            if not all_runs and per_trial[run.trial.id] > 1 else ""
+        documents.append(f"# run {run.id}: {_one_line(run.label)}{note}\n" + dump_yaml(job.manifest))
     sys.stdout.write("---\n".join(documents))
+
+
+def _one_line(text: str) -> str:
+    """A label safe in a YAML comment and on a terminal: one line, no control characters."""
+    from ..present.text import safe_line
+
+    return safe_line(text)
 
 
 def with_overrides(loaded, backend: Optional[str] = None, parallelism: Optional[int] = None):

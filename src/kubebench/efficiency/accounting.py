@@ -59,13 +59,26 @@ def held_by(manifest: dict[str, Any], provenance: dict[str, Any], machine_local:
     return Held(0, 0.0, "", "")
 
 
+def steady_mfu(metrics: dict[str, float]) -> dict[str, float]:
+    """``steady_mfu``: the MFU of the collector's steady window (``steady_items_per_sec``, MSER-5 over
+    the steps the workload wrote) for a workload that reports its FLOPs per item and its devices' peak."""
+    names = ("steady_items_per_sec", "model_flops_per_token", "peak_tflops_per_device", "tokens_per_sec",
+             "tokens_per_sec_per_device")
+    values = [metrics.get(n) for n in names]
+    if not all(isinstance(v, (int, float)) and v > 0 for v in values):
+        return {}
+    steady, fpt, peak_tflops, rate, per_device = values
+    devices = rate / per_device
+    return {"steady_mfu": steady / devices * fpt / (peak_tflops * 1e12)}
+
+
 def account(spec: BenchmarkSpec, base_dir: Path, manifest: dict[str, Any], result: RunResult, seconds: float,
             machine_local: bool) -> RunResult:
     """``result`` with energy per item and, under ``prices:``, its cost (succeeded runs only)."""
     if result.status != "succeeded" or not seconds > 0:
         return result
     metrics, info = dict(result.metrics), dict(result.info)
-    added = energy_per_item(metrics, seconds)
+    added = energy_per_item(metrics, seconds) | steady_mfu(metrics)
     if spec.prices is not None:
         try:
             table = load_prices(spec.prices, base_dir)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 import json
 from collections.abc import Sequence
@@ -11,8 +12,16 @@ from pydantic_core import to_json as to_json_bytes
 
 from ..store.records import RunRecord
 
-#: 2: adds ``path`` (the run's folder in storage) and ``provenance``.
-RESULT_FORMAT_VERSION = 2
+#: 2: adds ``path`` (the run's folder in storage) and ``provenance``. 3: ``started_at`` and ``finished_at``
+#: are ISO 8601 (UTC), the epoch seconds move to ``started_at_epoch`` / ``finished_at_epoch``; CSV has both times.
+RESULT_FORMAT_VERSION = 3
+
+
+def iso_time(timestamp: float | None) -> str | None:
+    """Epoch seconds as ISO 8601 in UTC with milliseconds (``2026-11-30T14:02:03.123+00:00``); None stays None."""
+    if timestamp is None:
+        return None
+    return dt.datetime.fromtimestamp(timestamp, tz=dt.timezone.utc).isoformat(timespec="milliseconds")
 
 
 def run_dict(run: RunRecord) -> dict:
@@ -27,8 +36,10 @@ def run_dict(run: RunRecord) -> dict:
         "params": run.params,
         "metrics": run.metrics,
         "info": run.info,
-        "started_at": run.started_at,
-        "finished_at": run.finished_at,
+        "started_at": iso_time(run.started_at),
+        "finished_at": iso_time(run.finished_at),
+        "started_at_epoch": run.started_at,
+        "finished_at_epoch": run.finished_at,
         "duration_s": run.duration_s,
         "exit_code": run.exit_code,
         "reason": run.reason,
@@ -58,17 +69,19 @@ def columns(runs: Sequence[RunRecord]) -> tuple[list[str], list[str]]:
 
 
 def to_csv(runs: Sequence[RunRecord]) -> str:
-    """``run_id, trial_id, repeat, status, param.<name>…, metric.<name>…, duration_s, exit_code, reason``."""
+    """``run_id, trial_id, repeat, status, param.<name>…, metric.<name>…, started_at, finished_at (ISO 8601),
+    duration_s, exit_code, reason``."""
     params, metrics = columns(runs)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["run_id", "trial_id", "repeat", "status", *(f"param.{p}" for p in params),
-                     *(f"metric.{m}" for m in metrics), "duration_s", "exit_code", "reason"])
+                     *(f"metric.{m}" for m in metrics), "started_at", "finished_at", "duration_s", "exit_code",
+                     "reason"])
     for run in runs:
         writer.writerow([run.run_id, run.trial_id, run.repeat, run.status,
                          *(_cell(run.params.get(p)) for p in params),
                          *(_cell(run.metrics.get(m)) for m in metrics),
-                         _cell(run.duration_s), _cell(run.exit_code), run.reason])
+                         _cell(iso_time(run.started_at)), _cell(iso_time(run.finished_at)), _cell(run.duration_s), _cell(run.exit_code), run.reason])
     return out.getvalue()
 
 

@@ -9,8 +9,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..analyse.experiments import TrialComparison, TrialValues, params_key, trial_values
-from ..analyse.stats import summarize
+from ..analyse.quality import ci_crosses_zero
+from ..analyse.stats import Summary, summarize
 from ..analyse.studies import ScalingPoint
+from ..rules import COMPARE_THRESHOLD
 from ..store.records import RunRecord
 
 
@@ -25,8 +27,12 @@ def swept_parameters(trials: Sequence[TrialValues]) -> list[str]:
     return [k for k in names if len({params_key({k: t.params.get(k)}) for t in trials}) > 1]
 
 
-def metric_vs_parameter(runs: Sequence[RunRecord], metric: str, parameter: str, title: str) -> Any:
-    """Mean of ``metric`` with its 95% CI against ``parameter``; one line per other-parameter combination."""
+def metric_vs_parameter(runs: Sequence[RunRecord], metric: str, parameter: str, title: str, unit: str = "") -> Any:
+    """Mean of ``metric`` with its 95% CI against ``parameter``; one line per other-parameter combination.
+
+    A CI that reaches below zero for a metric whose values cannot be negative is cut at zero (the
+    mean is not negative): the results table says "n too small" for it.
+    """
     import plotly.graph_objects as go
 
     trials = trial_values(runs, metric)
@@ -42,25 +48,26 @@ def metric_vs_parameter(runs: Sequence[RunRecord], metric: str, parameter: str, 
             mode="lines+markers",
             error_y={"type": "data", "symmetric": False,
                      "array": [_gap(s.ci_high - s.mean) for s in stats],
-                     "arrayminus": [_gap(s.mean - s.ci_low) for s in stats]},
+                     "arrayminus": [_gap(s.mean - _low(s)) for s in stats]},
         ))
-    figure.update_layout(title=title, xaxis_title=parameter, yaxis_title=f"{metric} (mean, 95% CI)")
+    figure.update_layout(title=title, xaxis_title=parameter, yaxis_title=f"{metric}{_in(unit)} (mean, 95% CI)")
     return figure
 
 
-def distributions(runs: Sequence[RunRecord], metric: str, title: str) -> Any:
+def distributions(runs: Sequence[RunRecord], metric: str, title: str, unit: str = "") -> Any:
     """Every run's value per trial, as box plots with the points shown."""
     import plotly.graph_objects as go
 
     figure = go.Figure()
     for trial in trial_values(runs, metric):
         figure.add_trace(go.Box(y=list(trial.values), name=label(trial.params), boxpoints="all", jitter=0.4))
-    figure.update_layout(title=title, yaxis_title=metric, showlegend=False)
+    figure.update_layout(title=title, yaxis_title=f"{metric}{_in(unit)}", showlegend=False)
     return figure
 
 
-def scaling_curve(groups: Sequence[tuple[dict[str, object], list[ScalingPoint]]], title: str) -> Any:
-    """Scaling efficiency against workers with CI, beside the ideal 100%."""
+def scaling_curve(groups: Sequence[tuple[dict[str, object], list[ScalingPoint]]], title: str,
+                  workers_param: str = "workers") -> Any:
+    """Scaling efficiency against workers with CI, beside the ideal 100%; a tick per worker count."""
     import plotly.graph_objects as go
 
     figure = go.Figure()
@@ -75,26 +82,42 @@ def scaling_curve(groups: Sequence[tuple[dict[str, object], list[ScalingPoint]]]
     workers = sorted({p.workers for _, points in groups for p in points})
     figure.add_trace(go.Scatter(x=workers, y=[1.0] * len(workers), name="ideal", mode="lines",
                                 line={"dash": "dash", "color": "grey"}))
-    figure.update_layout(title=title, xaxis_title="workers", yaxis_title="efficiency", yaxis_tickformat=".0%")
+    figure.update_layout(title=title, xaxis_title=workers_param, yaxis_title="efficiency (95% CI)",
+                         yaxis_tickformat=".0%", xaxis={"tickmode": "array", "tickvals": workers})
     return figure
 
 
-def comparison_chart(rows: Sequence[TrialComparison], title: str) -> Any:
-    """Candidate/base ratio per trial with its CI, coloured by verdict."""
+def comparison_chart(rows: Sequence[TrialComparison], title: str, threshold: float = COMPARE_THRESHOLD) -> Any:
+    """Candidate/base ratio per trial with its CI, coloured by verdict, over the ±threshold band
+    within which a whole CI reads "unchanged"."""
     import plotly.graph_objects as go
 
     colours = {"improved": "#2ca02c", "regressed": "#d62728", "unchanged": "#7f7f7f", "inconclusive": "#ff7f0e"}
-    figure = go.Figure(go.Bar(
-        x=[label(r.params) for r in rows], y=[r.comparison.ratio for r in rows],
-        marker_color=[colours[r.comparison.verdict] for r in rows],
-        text=[r.comparison.verdict for r in rows],
+    names = list(dict.fromkeys(k for r in rows for k in r.params))
+    fixed = [k for k in names if len({params_key({k: r.params.get(k)}) for r in rows}) == 1]
+    figure = go.Figure(go.Scatter(
+        x=[label(r.params, fixed if len(rows) > 1 else ()) for r in rows], y=[r.comparison.ratio for r in rows],
+        mode="markers",
+        marker={"color": [colours[r.comparison.verdict] for r in rows], "size": 10},
+        text=["missing" if r.missing else r.comparison.verdict for r in rows], name="candidate / base",
         error_y={"type": "data", "symmetric": False,
                  "array": [_gap(r.comparison.ratio_ci[1] - r.comparison.ratio) for r in rows],
                  "arrayminus": [_gap(r.comparison.ratio - r.comparison.ratio_ci[0]) for r in rows]},
     ))
+    figure.add_hrect(y0=1 - threshold, y1=1 + threshold, fillcolor="grey", opacity=0.15, line_width=0,
+                     annotation_text=f"±{threshold:.0%}", annotation_position="top left")
     figure.add_hline(y=1.0, line_dash="dash", line_color="grey")
-    figure.update_layout(title=title, yaxis_title="candidate / base (median ratio, 95% CI)")
+    figure.update_layout(title=title, yaxis_title="candidate / base (ratio of medians, 95% CI)")
     return figure
+
+
+def _low(s: Summary) -> float:
+    """The CI's lower end, cut at zero for values that cannot be negative (see :func:`metric_vs_parameter`)."""
+    return 0.0 if ci_crosses_zero(s) else s.ci_low
+
+
+def _in(unit: str) -> str:
+    return f" ({unit})" if unit else ""
 
 
 def _gap(value: float) -> float | None:

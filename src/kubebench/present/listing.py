@@ -9,23 +9,25 @@ import json
 from collections.abc import Sequence
 
 from ..store.records import FAILED_STATES, ExperimentRecord
+from .export import iso_time
 
-LISTING_FORMAT_VERSION = 1
+#: 2: ``created_at`` and ``updated_at`` are ISO 8601 (UTC); JSON keeps the epoch seconds in ``*_epoch``.
+LISTING_FORMAT_VERSION = 2
 COLUMNS = ("id", "name", "backend", "source", "created_at", "updated_at", "runs", "succeeded", "failed")
 
 
 def experiment_row(e: ExperimentRecord) -> dict:
     """One experiment: ids, origin, times and run counts."""
     counts = e.runs_by_status
-    return {"id": e.id, "name": e.name, "backend": e.backend, "source": e.source, "created_at": e.created_at,
-            "updated_at": e.updated_at, "runs": sum(counts.values()), "succeeded": counts.get("succeeded", 0),
+    return {"id": e.id, "name": e.name, "backend": e.backend, "source": e.source, "created_at": iso_time(e.created_at),
+            "updated_at": iso_time(e.updated_at), "runs": sum(counts.values()), "succeeded": counts.get("succeeded", 0),
             "failed": sum(counts.get(s, 0) for s in FAILED_STATES)}
 
 
 def experiments_json(experiments: Sequence[ExperimentRecord]) -> str:
     """A JSON list, one experiment per line, each with its run counts by status."""
-    lines = [json.dumps({**experiment_row(e), "runs_by_status": e.runs_by_status,
-                         "format_version": LISTING_FORMAT_VERSION}) for e in experiments]
+    lines = [json.dumps({**experiment_row(e), "created_at_epoch": e.created_at, "updated_at_epoch": e.updated_at,
+                         "runs_by_status": e.runs_by_status, "format_version": LISTING_FORMAT_VERSION}) for e in experiments]
     return "[\n" + ",\n".join(lines) + "\n]\n" if lines else "[]\n"
 
 

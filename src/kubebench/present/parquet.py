@@ -12,7 +12,8 @@ from .export import RESULT_FORMAT_VERSION, columns
 
 
 def write_parquet(runs: Sequence[RunRecord], path: Path) -> None:
-    """``run_id, trial_id, repeat, status, param.<name>…, metric.<name>…, duration_s, exit_code, reason``.
+    """``run_id, trial_id, repeat, status, param.<name>…, metric.<name>…, started_at, finished_at (UTC
+    timestamps), duration_s, exit_code, reason``: the CSV's columns.
 
     A parameter column takes the type of its values (int, float, bool, string, lists); one whose
     values mix types holds them as text, as in the CSV. Metrics are float64; a missing value is null.
@@ -33,6 +34,9 @@ def write_parquet(runs: Sequence[RunRecord], path: Path) -> None:
         data[f"param.{name}"] = _typed([r.params.get(name) for r in runs])
     for name in metrics:
         data[f"metric.{name}"] = pa.array([r.metrics.get(name) for r in runs], pa.float64())
+    for name in ("started_at", "finished_at"):  # Parquet's own timestamp type, in UTC
+        data[name] = pa.array([None if getattr(r, name) is None else round(getattr(r, name) * 1000) for r in runs],
+                              pa.timestamp("ms", tz="UTC"))
     data["duration_s"] = pa.array([r.duration_s for r in runs], pa.float64())
     data["exit_code"] = pa.array([r.exit_code for r in runs], pa.int64())
     data["reason"] = pa.array([r.reason for r in runs], pa.string())

@@ -11,11 +11,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import __version__
+from ..analyse import quality
 from ..analyse.experiments import compare_experiments, scaling, trial_values
 from ..analyse.stats import summarize
 from ..errors import SpecError
+from ..rules import COMPARE_THRESHOLD, worker_parameters
 from ..store.records import ExperimentRecord, RunRecord
 from . import figures
+from .numbers import metric_unit, percent, short, si
 
 
 @dataclass
@@ -29,20 +32,28 @@ class Section:
 
 def experiment_section(record: ExperimentRecord, runs: Sequence[RunRecord], metric: str | None,
                        telemetry: Mapping[str, Mapping[str, Sequence[tuple[float, float]]]] | None = None) -> Section:
-    """Results table and plots of one experiment; ``telemetry`` (run id → series) adds its plot."""
+    """Results table, warnings and plots of one experiment; ``telemetry`` (run id → series) adds its plot."""
     name = metric or record.primary_metric() or _any_metric(runs)
+    unit = _unit(record, name)
     section = Section(f"{record.id} — {record.name} ({record.backend})")
-    section.tables.append(results_html(runs, name))
+    section.tables.append(results_html(runs, name, unit))
     trials = trial_values(runs, name)
-    for parameter in figures.swept_parameters(trials):
-        section.figures.append(figures.metric_vs_parameter(runs, name, parameter, f"{name} vs {parameter}"))
-    section.figures.append(figures.distributions(runs, name, f"{name}: runs of each trial"))
-    if "workers" in figures.swept_parameters(trials):
-        section.figures.append(figures.scaling_curve(scaling(runs, name), "scaling efficiency"))
+    swept = figures.swept_parameters(trials)
+    for parameter in swept:
+        section.figures.append(figures.metric_vs_parameter(runs, name, parameter, f"{name} vs {parameter}", unit))
+    section.figures.append(figures.distributions(runs, name, f"{name}: runs of each trial", unit))
+    workers = worker_parameters(swept)
+    if len(workers) == 1:
+        groups = scaling(runs, name, workers[0])
+        section.figures.append(figures.scaling_curve(groups, f"scaling efficiency over {workers[0]}", workers[0]))
+        section.tables.append(_warnings([w for rest, points in groups
+                                         for w in quality.scaling_warnings(points, figures.label(rest))]))
     if telemetry:
         from ..monitor.plots import telemetry_figure
 
-        figure = telemetry_figure(telemetry, f"telemetry of the first {len(telemetry)} runs")
+        labels = {r.run_id: f"{figures.label(r.params, [k for k in r.params if k not in swept])} · repeat {r.repeat}"
+                  for r in runs if r.run_id in telemetry}
+        figure = telemetry_figure(telemetry, "telemetry of the first {n} runs with samples", labels)
         if figure is not None:
             section.figures.append(figure)
     return section
@@ -50,29 +61,50 @@ def experiment_section(record: ExperimentRecord, runs: Sequence[RunRecord], metr
 
 def comparison_section(base: ExperimentRecord, base_runs: Sequence[RunRecord], candidate: ExperimentRecord,
                        candidate_runs: Sequence[RunRecord], metric: str | None) -> Section:
-    """The candidate compared with the base, trial by trial."""
+    """The candidate compared with the base, trial by trial, with the reason of each verdict."""
     name, goal = base.metric_goal(metric)
+    unit = _unit(base, name)
     rows = compare_experiments(base_runs, candidate_runs, name, goal)
     section = Section(f"{candidate.id} compared with {base.id}")
-    header = ["trial", "base median", "candidate median", "ratio", "95% CI", "p", "verdict"]
-    body = [[figures.label(r.params), _num(r.comparison.base.median), _num(r.comparison.candidate.median),
-             _num(r.comparison.ratio), f"{_num(r.comparison.ratio_ci[0])} … {_num(r.comparison.ratio_ci[1])}",
-             _num(r.comparison.p_value), r.comparison.verdict] for r in rows]
-    section.tables.append(_table(header, body))
-    section.figures.append(figures.comparison_chart(rows, f"{name}: {candidate.id} / {base.id}"))
+    swept = figures.swept_parameters(trial_values(base_runs, name))
+    base_fixed, candidate_fixed = _fixed(base_runs, swept), _fixed(candidate_runs, swept)
+    differ = [k for k in dict.fromkeys([*base_fixed, *candidate_fixed]) if base_fixed.get(k) != candidate_fixed.get(k)]
+    if differ:
+        text = " · ".join(f"{k}: {base_fixed.get(k, 'unset')} → {candidate_fixed.get(k, 'unset')}" for k in differ)
+        section.tables.append(f"<p class='meta'>base → candidate: {html.escape(text)}</p>")
+    header = ["trial", f"base median{_in(unit)}", f"candidate median{_in(unit)}", "ratio", "95% CI", "p",
+              "verdict", "why"]
+    body = [[figures.label(r.params, [k for k in r.params if k not in swept]), short(r.comparison.base.median, unit),
+             short(r.comparison.candidate.median, unit), _num(r.comparison.ratio),
+             f"{_num(r.comparison.ratio_ci[0])} … {_num(r.comparison.ratio_ci[1])}", _num(r.comparison.p_value),
+             "missing" if r.missing else r.comparison.verdict, r.comparison.reason] for r in rows]
+    section.tables.append(_table(header, body, text_columns=2))
+    threshold = rows[0].comparison.threshold if rows else COMPARE_THRESHOLD
+    section.figures.append(figures.comparison_chart(rows, f"{name}: {candidate.id} / {base.id}", threshold))
     return section
 
 
-def results_html(runs: Sequence[RunRecord], metric: str) -> str:
-    """Per-trial statistics of ``metric`` as an HTML table."""
+def results_html(runs: Sequence[RunRecord], metric: str, unit: str = "") -> str:
+    """Per-trial statistics of ``metric`` as an HTML table, the fixed parameters above it and its
+    quality warnings below."""
+    trials = trial_values(runs, metric)
+    swept = figures.swept_parameters(trials)
+    fixed = {k: v for k, v in (trials[0].params.items() if trials else ()) if k not in swept}
     header = ["trial", "ok", "failed", "mean", "median", "cv", "95% CI", "olympic mean", "min", "max"]
-    body = []
-    for trial in trial_values(runs, metric):
+    body, summaries = [], {}
+    for trial in trials:
         s = summarize(trial.values, failed=trial.failed)
-        body.append([figures.label(trial.params), str(s.n), str(s.failed), _num(s.mean), _num(s.median),
-                     _num(s.cv * 100) + "%", f"{_num(s.ci_low)} … {_num(s.ci_high)}", _num(s.olympic_mean),
-                     _num(s.min), _num(s.max)])
-    return f"<h3>{html.escape(metric)}</h3>" + _table(header, body)
+        summaries[figures.label(trial.params, [k for k in trial.params if k not in swept])] = s
+        ci = "n too small" if quality.ci_crosses_zero(s) else f"{si(s.ci_low, unit)} … {si(s.ci_high, unit)}"
+        body.append([figures.label(trial.params, [k for k in trial.params if k not in swept]), str(s.n),
+                     str(s.failed), si(s.mean, unit), si(s.median, unit), percent(s.cv), ci,
+                     si(s.olympic_mean, unit), si(s.min, unit), si(s.max, unit)])
+    warnings = quality.cv_outliers({k: s.cv for k, s in summaries.items()}) + quality.zero_crossing_warning(
+        [k for k, s in summaries.items() if quality.ci_crosses_zero(s)])
+    fixed_text = ", ".join(f"{k}={v}" for k, v in fixed.items())
+    return (f"<h3>{html.escape(metric)}{html.escape(_in(unit))}</h3>"
+            + (f"<p class='meta'>fixed: {html.escape(fixed_text)}</p>" if fixed_text else "")
+            + _table(header, body) + _warnings(warnings))
 
 
 def render_report(sections: Sequence[Section], title: str) -> str:
@@ -112,21 +144,45 @@ def _any_metric(runs: Sequence[RunRecord]) -> str:
     return names[0]
 
 
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
+def _table(header: list[str], rows: list[list[str]], text_columns: int = 0) -> str:
+    """An HTML table, numbers right-aligned; the first and the last ``text_columns`` columns are text."""
+    def cls(i: int) -> str:
+        return " class='text'" if i >= len(header) - text_columns else ""
+
+    head = "".join(f"<th{cls(i)}>{html.escape(h)}</th>" for i, h in enumerate(header))
+    body = "".join("<tr>" + "".join(f"<td{cls(i)}>{html.escape(c)}</td>" for i, c in enumerate(row)) + "</tr>"
+                   for row in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _fixed(runs: Sequence[RunRecord], swept: Sequence[str]) -> dict[str, object]:
+    """The parameters of an experiment other than ``swept`` (those of its first run)."""
+    return {k: v for k, v in (runs[0].params.items() if runs else ()) if k not in swept}
 
 
 def _num(value: float) -> str:
     return "–" if value is None or value != value else f"{value:.4g}"
 
 
+def _unit(record: ExperimentRecord, metric: str) -> str:
+    declared = next((str(m.get("unit") or "") for m in record.declared_metrics() if m["name"] == metric), "")
+    return metric_unit(metric, declared)
+
+
+def _in(unit: str) -> str:
+    return f" ({unit})" if unit else ""
+
+
+def _warnings(lines: Sequence[str]) -> str:
+    return "".join(f"<p class='warning'>warning: {html.escape(line)}</p>" for line in lines)
+
+
 _CSS = """
 body { font-family: system-ui, sans-serif; margin: 2rem; color: #222; }
 table { border-collapse: collapse; margin: 1rem 0; font-size: 0.9rem; }
 th, td { border: 1px solid #ccc; padding: 0.25rem 0.6rem; text-align: right; }
-th:first-child, td:first-child { text-align: left; }
+th:first-child, td:first-child, th.text, td.text { text-align: left; }
 section { margin-bottom: 3rem; }
 .meta { color: #777; }
+.warning { color: #8a5a00; background: #fff6e0; padding: 0.3rem 0.6rem; border-left: 3px solid #e0a000; }
 """

@@ -1,103 +1,268 @@
-"""Rich tables for the terminal: the plan, experiments, and per-trial results."""
+"""Rich tables for the terminal: the plan, experiments, and per-trial results.
+
+Made to be read at 80 columns: parameters fixed across the trials go on one line above a table
+instead of a column each, the metrics the spec declares come first with their units, numbers are
+SI-formatted (``8.94 M images/s``), ids are never cut, and every string that came from a spec, a
+workload or a store passes through :func:`kubebench.present.text.cell` (no terminal escapes).
+"""
 
 from __future__ import annotations
 
-import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from rich import box
+from rich.console import RenderableType
 from rich.table import Table
+from rich.text import Text
 
-from ..analyse.stats import summarize
+from ..analyse import quality
+from ..analyse.stats import Summary, summarize
+from ..rules import is_telemetry
 from ..store.records import FAILED_STATES, ExperimentRecord, RunRecord, TrialResults
+from .numbers import metric_unit, percent, short
+from .text import cell, safe
 
 if TYPE_CHECKING:  # the spec's models cost a tenth of a second to import; results tables need none
     from ..plan.plan import Plan
 
-#: Medians of metrics other than the primary one shown per trial: more would not fit a terminal.
-MAX_OTHER_METRICS = 3
+
+class TitledTable(Table):
+    """A table whose title and caption are lines of their own, never wrapped to the table's width;
+    ``above`` holds lines printed between the title and the table (the fixed parameters)."""
+
+    above: list[RenderableType]
+
+    def __rich_console__(self, console, options):
+        title, caption, self.title, self.caption = self.title, self.caption, None, None
+        try:
+            if title:
+                yield Text(str(title), style="bold")
+            yield from getattr(self, "above", [])
+            yield from super().__rich_console__(console, options)
+            if caption:
+                yield Text(str(caption), style="dim")
+        finally:
+            self.title, self.caption = title, caption
 
 
-def plan_table(plan: Plan) -> Table:
+def new_table(title: str | None = None, caption: str | None = None) -> Table:
+    """A table drawn to save width: no outer edge, a rule under the header, two spaces between columns."""
+    return TitledTable(title=None if title is None else safe(title), caption=caption, box=box.SIMPLE_HEAD,
+                       show_edge=False, pad_edge=False, collapse_padding=True)
+
+
+def add_id_column(table: Table, name: str, ids: Sequence[str]) -> None:
+    """A column of ids wide enough for the longest: an id is what the next command needs, never cut."""
+    table.add_column(name, no_wrap=True, min_width=max([len(name), *(len(i) for i in ids)]))
+
+
+def params_split(points: Sequence[Mapping[str, object]]) -> tuple[dict[str, object], list[str]]:
+    """Parameters with one value in every point (name → value), and the names of those that vary."""
+    names = list(dict.fromkeys(k for p in points for k in p))
+    fixed: dict[str, object] = {}
+    swept = []
+    for name in names:
+        values = {repr(p.get(name)) for p in points}
+        if len(values) == 1 and all(name in p for p in points):
+            fixed[name] = points[0][name]
+        else:
+            swept.append(name)
+    return fixed, swept
+
+
+def fixed_line(fixed: Mapping[str, object]) -> Text | None:
+    """``fixed: model=small, threads=1``: what every trial shares, on one line."""
+    if not fixed:
+        return None
+    return cell("fixed: " + ", ".join(f"{k}={_param(v)}" for k, v in fixed.items()), style="dim")
+
+
+def label(params: Mapping[str, object], only: Sequence[str] | None = None) -> str:
+    """``k=v, …`` of a parameter point (of the names in ``only`` when given); made safe."""
+    shown = [(k, v) for k, v in params.items() if only is None or k in only]
+    return safe(", ".join(f"{k}={_param(v)}" for k, v in shown) or "all")
+
+
+def plan_table(plan: Plan) -> RenderableType:
     """What ``--dry-run`` shows: every trial with its parameters and number of runs."""
-    params = list(dict.fromkeys(k for t in plan.trials for k in t.params))
-    table = Table(title=f"plan of {plan.experiment_id}: {len(plan.trials)} trials, {len(plan.runs)} runs")
-    for name in ["trial", *params, "runs"]:
-        table.add_column(name, justify="right" if name == "runs" else "left")
+    fixed, swept = params_split([t.params for t in plan.trials])
+    table = new_table(f"plan of {plan.experiment_id}: {len(plan.trials)} trials, {len(plan.runs)} runs")
+    add_id_column(table, "trial", [t.id for t in plan.trials])
+    for name in swept:
+        table.add_column(safe(name), overflow="fold", min_width=len(name))
+    table.add_column("runs", justify="right")
     per_trial = {t.id: sum(1 for r in plan.runs if r.trial.id == t.id) for t in plan.trials}
     for trial in plan.trials:
-        table.add_row(trial.id, *(_fmt(trial.params.get(p)) for p in params), str(per_trial[trial.id]))
-    return table
+        table.add_row(trial.id, *(cell(param_of(trial.params, p)) for p in swept), str(per_trial[trial.id]))
+    return _with_fixed(fixed, table)
 
 
 def experiments_table(experiments: Sequence[ExperimentRecord]) -> Table:
     """One row per experiment with its run counts."""
-    table = Table(title="experiments")
-    for name in ("id", "name", "backend", "created", "runs", "succeeded", "failed"):
-        table.add_column(name)
+    table = new_table("experiments")
+    add_id_column(table, "id", [e.id for e in experiments])
+    table.add_column("name", overflow="fold")
+    table.add_column("backend", overflow="fold")
+    table.add_column("created", no_wrap=True)
+    for name in ("runs", "ok", "failed"):
+        table.add_column(name, justify="right")
     for e in experiments:
         counts = e.runs_by_status
         failed = sum(counts.get(s, 0) for s in FAILED_STATES)
-        table.add_row(e.id, e.name, e.backend, _when(e.created_at), str(sum(counts.values())),
+        table.add_row(e.id, cell(e.name), cell(e.backend), _when(e.created_at), str(sum(counts.values())),
                       str(counts.get("succeeded", 0)), str(failed))
     return table
 
 
-def results_table(trials: Sequence[TrialResults], primary: str | None, title: str = "results") -> Table:
-    """One row per trial: parameters, run counts by state, and the primary metric's median and spread."""
-    params = list(dict.fromkeys(name for trial in trials for name in trial.params))
-    metrics = sorted({name for trial in trials for values in trial.metrics for name in values})
-    primary = primary if primary in metrics else (metrics[0] if metrics else None)
-    others = [m for m in metrics if m != primary]
-    hidden, others = others[MAX_OTHER_METRICS:], others[:MAX_OTHER_METRICS]
-    caption = f"{len(hidden)} more metrics: see -f csv or -f json" if hidden else None
-    table = Table(title=title, caption=caption)
-    for name in ("trial", *params, "ok", "failed"):
-        table.add_column(name, justify="right" if name in ("ok", "failed") else "left")
-    if primary:
-        for name in (f"{primary} median", "cv", "95% CI of mean"):
-            table.add_column(name, justify="right")
-    for name in others:
-        table.add_column(f"{name} median", justify="right")
+@dataclass(frozen=True)
+class MetricChoice:
+    """Which metrics a results table shows, in order (the first in full), and which it leaves out."""
+
+    shown: list[str]
+    units: dict[str, str]
+    hidden: list[str]
+    telemetry_hidden: int
+
+
+def choose_metrics(found: Sequence[str], declared: Sequence[Mapping[str, object]], primary: str | None,
+                   chosen: Sequence[str] = (), telemetry: bool = False) -> MetricChoice:
+    """The metrics to show: ``chosen`` when given; else the declared ones (primary first), or the
+    workload's own when none are declared; telemetry only when asked for."""
+    names = [str(m["name"]) for m in declared]
+    if chosen:
+        shown = list(dict.fromkeys(chosen))
+    else:
+        shown = names or [m for m in found if not is_telemetry(m)]
+        if primary in shown:
+            shown = [primary, *(m for m in shown if m != primary)]
+        if telemetry:
+            shown += [m for m in found if is_telemetry(m) and m not in shown]
+    rest = [m for m in found if m not in shown]
+    units = {str(m["name"]): str(m.get("unit") or "") for m in declared}
+    return MetricChoice(shown, {m: metric_unit(m, units.get(m, "")) for m in shown},
+                        [m for m in rest if not is_telemetry(m)], sum(1 for m in rest if is_telemetry(m)))
+
+
+def results_table(trials: Sequence[TrialResults], choice: MetricChoice, title: str = "results") -> RenderableType:
+    """One row per trial: swept parameters, run counts (when they differ), the first metric's median
+    with the 95% CI of its mean (± relative half-width) and CV, and the other metrics' medians; the
+    fixed parameters on a line above."""
+    fixed, swept = params_split([t.params for t in trials])
+    counts = {(t.runs_by_status.get("succeeded", 0), _failed(t)) for t in trials}
+    same_counts = len(counts) == 1 and next(iter(counts))[1] == 0
+    if same_counts and trials:
+        title += f": {len(trials)} trials × {next(iter(counts))[0]} runs"
+    table = new_table(title, caption=_hidden_caption(choice))
+    for name in swept:
+        table.add_column(safe(name), overflow="fold")
+    if not same_counts:
+        table.add_column("ok", justify="right", no_wrap=True)
+        table.add_column("failed", justify="right", no_wrap=True)
+    for index, name in enumerate(choice.shown):
+        unit = choice.units[name]
+        table.add_column(safe(f"{name}\nmedian{' ' + unit if unit else ''}"), justify="right", no_wrap=True,
+                         min_width=min(len(name), 16))
+        if index == 0:
+            table.add_column("95% CI\nof mean", justify="right", no_wrap=True)
+            table.add_column("cv", justify="right", no_wrap=True)
     for trial in trials:
-        ok = trial.runs_by_status.get("succeeded", 0)
-        failed = sum(trial.runs_by_status.get(state, 0) for state in FAILED_STATES)
-        row = [trial.trial_id, *(_fmt(trial.params.get(p)) for p in params), str(ok), str(failed)]
-        if primary:
-            s = summarize([values[primary] for values in trial.metrics if primary in values])
-            row += [_num(s.median), _pct(s.cv), f"{_num(s.ci_low)} … {_num(s.ci_high)}"]
-        for name in others:
-            row.append(_num(summarize([values[name] for values in trial.metrics if name in values]).median))
+        ok, failed = trial.runs_by_status.get("succeeded", 0), _failed(trial)
+        row: list[RenderableType] = [cell(param_of(trial.params, p)) for p in swept]
+        if not same_counts:
+            row += [str(ok), str(failed)]
+        for index, name in enumerate(choice.shown):
+            s = summarize([values[name] for values in trial.metrics if name in values])
+            row.append(short(s.median, choice.units[name]))
+            if index == 0:
+                row += [ci_relative(s), percent(s.cv)]
         table.add_row(*row, style="red" if failed and not ok else None)
-    return table
+    return _with_fixed(fixed, table)
 
 
-def failures_table(runs: Sequence[RunRecord]) -> Table | None:
-    """Failed runs with their reason, or None when there are none."""
+def ci_relative(s: Summary) -> str:
+    """The 95% CI of the mean as ``±1.2%`` (half its width over the mean); "n too small" when it reaches
+    below zero for values that cannot be negative, "–" when there is none (fewer than 2 values)."""
+    if quality.ci_crosses_zero(s):
+        return "n too small"
+    return "–" if s.ci_half_width_rel != s.ci_half_width_rel else f"±{percent(s.ci_half_width_rel)}"
+
+
+def results_warnings(trials: Sequence[TrialResults], metric: str | None) -> list[str]:
+    """Quality warnings about ``metric`` across the trials: runs that disagree, CIs that say n is too small."""
+    if not metric:
+        return []
+    _, swept = params_split([t.params for t in trials])
+    summaries = {label(t.params, swept): summarize([v[metric] for v in t.metrics if metric in v]) for t in trials}
+    low = [name for name, s in summaries.items() if quality.ci_crosses_zero(s)]
+    return [f"{metric}: {w}" for w in quality.cv_outliers({k: s.cv for k, s in summaries.items()})
+            + quality.zero_crossing_warning(low)]
+
+
+def ci_text(s: Summary, unit: str = "") -> str:
+    """``lo … hi`` of the CI of the mean; "n too small" when it reaches below zero for values that
+    cannot be negative (a t-interval of 2 spread runs), "–" when there is none."""
+    if quality.ci_crosses_zero(s):
+        return "n too small"
+    if s.ci_low != s.ci_low or s.ci_high != s.ci_high:
+        return "–"
+    return f"{short(s.ci_low, unit)} … {short(s.ci_high, unit)}"
+
+
+def failures_table(runs: Sequence[RunRecord], swept: Sequence[str] | None = None) -> Table | None:
+    """Failed runs with their reason, or None when there are none; a run's trial is shown by the
+    ``swept`` parameters (default: those that differ between the failed runs). Repeats count from 0,
+    as in JSON."""
     failed = [r for r in runs if r.status in FAILED_STATES]
     if not failed:
         return None
-    table = Table(title="failed runs")
-    for name in ("run", "trial", "repeat", "status", "exit", "reason"):
-        table.add_column(name)
+    if swept is None:
+        _, swept = params_split([r.params for r in failed])
+    table = new_table("failed runs")
+    add_id_column(table, "run", [r.run_id for r in failed])
+    table.add_column("trial", overflow="fold")
+    table.add_column("repeat", justify="right")
+    table.add_column("status")
+    table.add_column("exit", justify="right")
+    table.add_column("reason", overflow="fold", ratio=1)
     for r in failed:
-        table.add_row(r.run_id, r.trial_id, str(r.repeat), r.status, _fmt(r.exit_code), r.reason)
+        repeat = f"w{r.repeat}" if r.warmup else str(r.repeat)
+        exit_code = "" if r.exit_code is None else str(r.exit_code)
+        table.add_row(r.run_id, label(r.params, swept), repeat, r.status, exit_code, cell(r.reason))
     return table
 
 
-def _num(value: float) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "–"
-    return f"{value:.4g}" if abs(value) < 1e6 else f"{value:.3e}"
+def _with_fixed(fixed: Mapping[str, object], table: TitledTable) -> TitledTable:
+    line = fixed_line(fixed)
+    table.above = [line] if line is not None else []
+    return table
 
 
-def _pct(value: float) -> str:
-    return "–" if value is None or math.isnan(value) else f"{value * 100:.1f}%"
+def _hidden_caption(choice: MetricChoice) -> str | None:
+    parts = []
+    if choice.hidden:
+        names = ", ".join(choice.hidden[:4]) + (", …" if len(choice.hidden) > 4 else "")
+        parts.append(f"also measured: {safe(names)} (--metric NAME)")
+    if choice.telemetry_hidden:
+        n = choice.telemetry_hidden
+        parts.append(f"{n} telemetry metric{'s' if n > 1 else ''} (--telemetry)")
+    return "; ".join(parts) or None
 
 
-def _fmt(value: object) -> str:
-    return "" if value is None else str(value)
+def _failed(trial: TrialResults) -> int:
+    return sum(trial.runs_by_status.get(state, 0) for state in FAILED_STATES)
+
+
+def _param(value: object) -> str:
+    """A parameter's value as written in YAML terms (None is ``null``)."""
+    return "null" if value is None else str(value)
+
+
+def param_of(params: Mapping[str, object], name: str) -> str:
+    """The value of ``name`` in a trial's parameters; blank where the trial has no such parameter."""
+    return _param(params[name]) if name in params else ""
 
 
 def _when(timestamp: float) -> str:

@@ -51,20 +51,18 @@ class ExperimentRecord(Record):
 
     def primary_metric(self) -> str | None:
         """The metric marked primary, else the first declared one."""
-        declared = self.declared_metrics()
-        primary = next((m for m in declared if m.get("primary")), declared[0] if declared else None)
-        return str(primary["name"]) if primary else None
+        from .. import rules
+
+        return rules.primary_metric(self.declared_metrics())
 
     def metric_goal(self, name: str | None) -> tuple[str, str]:
         """The metric to analyse (``name``, else the primary metric) and its goal."""
         name = name or self.primary_metric()
         if name is None:
             raise SpecError(f"experiment {self.id!r} declares no metrics: choose one with --metric")
-        from ..efficiency.goals import default_goal  # energy and cost: less is better
+        from .. import rules
 
-        goal = next((m.get("goal", "maximize") for m in self.declared_metrics() if m["name"] == name),
-                    default_goal(name))
-        return name, goal
+        return name, rules.metric_goal(self.declared_metrics(), name)
 
 
 class RunRecord(Record):

@@ -18,6 +18,7 @@ from starlette.concurrency import run_in_threadpool
 
 from .. import __version__, ids
 from ..redact import mask_url
+from ..rules import COMPARE_THRESHOLD
 from ..store.listing import STATES
 from . import api_runs, models, queries
 from .auth import require_writer
@@ -180,7 +181,7 @@ def compare(
     a: Annotated[str, Query(description="base experiment id")],
     b: Annotated[str, Query(description="candidate experiment id")],
     metric: Annotated[str | None, Query(description="metric (default: a's primary metric)")] = None,
-    threshold: Annotated[float, Query(gt=0, lt=1, description="relative change below which a difference is noise")] = 0.05,
+    threshold: Annotated[float, Query(gt=0, lt=1, description="relative change below which a difference is noise")] = COMPARE_THRESHOLD,
 ) -> dict:
     """Two experiments compared trial by trial: ratio of medians with CI, p-value and verdict."""
     return queries.compare_detail(_store(request), a, b, metric or None, threshold)

@@ -10,6 +10,7 @@ from fastapi import HTTPException
 
 from ..analyse.experiments import trial_values
 from ..analyse.stats import summarize
+from ..rules import default_goal, metric_goal
 from ..store.listing import STATES, experiment_state
 from ..store.records import FAILED_STATES, RUN_STATUSES, ExperimentRecord, RunRecord
 from ..store.store import Store
@@ -51,11 +52,11 @@ def run_summary(run: RunRecord) -> dict:
 
 def metric_list(record: ExperimentRecord, runs: Sequence[RunRecord]) -> list[dict]:
     """The spec's declared metrics, then the other metrics the runs have (telemetry summaries …)."""
-    declared = [{"name": str(m["name"]), "goal": m.get("goal", "maximize"), "unit": m.get("unit", ""),
+    declared = [{"name": str(m["name"]), "goal": metric_goal([m], str(m["name"])), "unit": m.get("unit", ""),
                  "declared": True} for m in record.declared_metrics()]
     names = {m["name"] for m in declared}
     extra = sorted({k for r in runs for k in r.metrics} - names)
-    return declared + [{"name": k, "goal": "maximize", "unit": "", "declared": False} for k in extra]
+    return declared + [{"name": k, "goal": default_goal(k), "unit": "", "declared": False} for k in extra]
 
 
 def swept(runs: Sequence[RunRecord]) -> list[str]:

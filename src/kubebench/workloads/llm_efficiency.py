@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from ..efficiency.peaks import Peak, device_peak, why_no_peak
-from ..monitor.energy import Meter, nvml_channels
+from ..efficiency.counters import Meter, nvml_channels
 
 #: Matmul size and time budget of the CPU peak measurement.
 CPU_PEAK_N, CPU_PEAK_S = 512, 0.5

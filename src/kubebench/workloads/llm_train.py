@@ -7,11 +7,11 @@ on every block and on the whole model).
 
 Rank 0 prints ``tokens/sec: <global rate>`` and a ``KUBEBENCH_METRIC`` line: ``tokens_per_sec``,
 ``tokens_per_sec_per_device``, ``step_time_p50/p90/p99``, ``model_flops_per_token`` (6·N + 12·L·T·d, see
-:mod:`kubebench.efficiency.flops`), ``tflops_per_device``, ``mfu`` (a fraction of the device's peak),
-``steady_tokens_per_sec`` and ``steady_mfu`` (over the steady window that MSER-5 finds in every step's
-time), ``peak_memory_bytes``, ``params``, ``loss_first``/``loss_final``, and on GPUs with NVML
+:mod:`kubebench.efficiency.flops`), ``tflops_per_device``, ``mfu`` (a fraction of the device's peak,
+``peak_tflops_per_device``), ``peak_memory_bytes``, ``params``, ``loss_first``/``loss_final``, and on GPUs with NVML
 ``energy_joules_measured`` and ``joules_per_token`` (over the measured steps). It writes every step's
-time to ``output/step_times.json`` (items: tokens), every step's loss (mean over replicas) to
+time to ``output/step_times.json`` (items: tokens; kubebench's collector finds the steady window there:
+``steady_items_per_sec``, and ``steady_mfu`` from it), every step's loss (mean over replicas) to
 ``output/llm_train.json``, and the device, precision and peak's source to ``result/result.json`` (the
 run's info). Every rank ends with ``rank R of N: params_sha256=… own_rate=…``.
 """
@@ -32,9 +32,8 @@ from torch import nn
 
 import kubebench
 
-from ..analyse.steady import detect_steady_state
+from ..efficiency.counters import Energy
 from ..efficiency.flops import flops_per_token, total_params
-from ..monitor.energy import Energy
 from .distributed import Group, setup
 from .llm_data import token_batches
 from .llm_efficiency import PeakFound, device_name, find_peak, gpu_meter, precision
@@ -210,14 +209,10 @@ def _metrics(args: argparse.Namespace, group: Group, times: list[float], rate: f
                "model_flops_per_token": float(fpt), "tflops_per_device": per_device * fpt / 1e12,
                "peak_memory_bytes": peak_mem, "params": float(params),
                "loss_first": losses[0], "loss_final": losses[-1]}
-    state = detect_steady_state(times)  # MSER-5 over every step, warm-up included
-    if state.n_steady:
-        steady = args.batch_size * args.shape.seq_len * group.world_size / state.steady_mean
-        metrics |= {"steady_tokens_per_sec": steady, "steady_warmup_steps": float(state.warmup_steps)}
+    # The steady window is kubebench's collector's (MSER-5 over output/step_times.json, warm-up
+    # included): steady_items_per_sec, and steady_mfu from it (kubebench.efficiency.accounting).
     if peak:
         metrics |= {"peak_tflops_per_device": peak / 1e12, "mfu": per_device * fpt / peak}
-        if state.n_steady:
-            metrics["steady_mfu"] = metrics["steady_tokens_per_sec"] / group.world_size * fpt / peak
     return metrics
 
 

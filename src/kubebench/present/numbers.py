@@ -1,0 +1,84 @@
+"""Numbers as people read them: three significant digits with an SI prefix and the unit
+(``8.94 M images/s``, ``182 µs``, ``329 MiB``), never scientific notation."""
+
+from __future__ import annotations
+
+import math
+import re
+
+_PREFIXES = {-12: "p", -9: "n", -6: "µ", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P"}
+_BINARY = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+#: Units that already carry a prefix (ms, MB, GiB …) or are relative (%): no second prefix.
+_PREFIXED = re.compile(r"^(?:[pnuµmkKMGTP]i?(?:s|B|b|Hz|W|J|bit)\b|%)")
+#: Base units a prefix joins (``µs``, ``GHz``); other units are counts per something (``8.94 M images/s``).
+_ATTACHED = re.compile(r"^(?:s|Hz|W|J|bit|b|FLOP/s|FLOPS|flop/s)$")
+#: Units of metrics that declare none, from their name (telemetry: ``memory_peak_bytes``, ``cpu_percent_max``).
+_NAME_UNITS = ((re.compile(r"(^|_)bytes($|_)"), "bytes"), (re.compile(r"(^|_)percent($|_)"), "%"),
+               (re.compile(r"(?<!_per)(_seconds|_secs|_sec|_s)$"), "s"), (re.compile(r"_ms$"), "ms"))
+
+
+def metric_unit(name: str, declared: str = "") -> str:
+    """The declared unit, else one read from the metric's name (``*_bytes``, ``*_percent*``, ``*_seconds``)."""
+    if declared:
+        return declared
+    return next((unit for pattern, unit in _NAME_UNITS if pattern.search(name)), "")
+
+
+def si(value: float | None, unit: str = "", digits: int = 3) -> str:
+    """``value`` with ``digits`` significant digits, an SI prefix and ``unit``; "–" for none/nan.
+
+    Bytes get binary prefixes (``329 MiB``). A unit that is already prefixed or relative (``ms``,
+    ``%``) gets none. Without a unit, values from 0.001 to 1 keep plain decimals: ``0.42``, not ``420 m``.
+    """
+    if value is None or isinstance(value, bool) or not math.isfinite(value):
+        return "–"
+    if unit in ("bytes", "B"):
+        return _binary(value, digits)
+    suffix = f" {unit}" if unit else ""
+    if value == 0:
+        return "0" + suffix
+    if _PREFIXED.match(unit) or (not unit and 1e-3 <= abs(value) < 1):
+        return _plain(value, digits) + suffix
+    exponent = 3 * math.floor(math.log10(abs(value)) / 3)
+    mantissa = float(f"{value / 10**exponent:.{digits}g}")
+    if abs(mantissa) >= 1000:
+        exponent, mantissa = exponent + 3, mantissa / 1000
+    if exponent not in _PREFIXES:  # beyond peta or below pico: nothing reads better than an exponent
+        return f"{value:.{digits - 1}e}{suffix}"
+    prefix = _PREFIXES[exponent]
+    if _ATTACHED.match(unit):  # 182 µs, 3.2 GHz
+        return f"{_plain(mantissa, digits)} {prefix}{unit}"
+    return " ".join(part for part in (_plain(mantissa, digits), prefix, unit) if part)  # 8.94 M images/s
+
+
+def short(value: float | None, unit: str = "", digits: int = 3) -> str:
+    """:func:`si` for a table whose header names the unit: the prefix only (``8.94 M``), except for
+    the units a prefix joins and bytes (``182 µs``, ``322 MiB``), which read wrong without theirs."""
+    if unit in ("bytes", "B") or _ATTACHED.match(unit):
+        return si(value, unit, digits)
+    return si(value, "", digits)
+
+
+def percent(value: float | None, digits: int = 1) -> str:
+    """``0.123`` as ``12.3%``; "–" for none/nan."""
+    if value is None or not math.isfinite(value):
+        return "–"
+    return f"{value * 100:.{digits}f}%"
+
+
+def _binary(value: float, digits: int) -> str:
+    size, index = abs(value), 0
+    while size >= 1024 and index < len(_BINARY) - 1:
+        size, index = size / 1024, index + 1
+    sign = "-" if value < 0 else ""
+    if index == 0:
+        return f"{sign}{_plain(size, digits)} B"
+    return f"{sign}{_plain(float(f'{size:.{digits}g}'), digits)} {_BINARY[index]}"
+
+
+def _plain(value: float, digits: int) -> str:
+    """``digits`` significant digits in positional notation (no exponent)."""
+    if value == 0:
+        return "0"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
+    return f"{value:.{decimals}f}"

@@ -1,0 +1,41 @@
+"""Tests of kubebench.analyse.quality: warnings about numbers that cannot be trusted, with their cause."""
+
+from __future__ import annotations
+
+from kubebench.analyse import quality
+from kubebench.analyse.stats import summarize
+from kubebench.analyse.studies import scaling_efficiency
+
+
+def test_a_ci_reaching_below_zero_for_a_non_negative_metric_means_n_too_small() -> None:
+    # Two throughputs far apart: the t-interval of n=2 (t = 12.7) reaches far below zero.
+    spread = summarize([487.0, 6401.0])
+    assert spread.ci_low < 0 and quality.ci_crosses_zero(spread)
+    assert not quality.ci_crosses_zero(summarize([100.0, 101.0, 99.0]))
+    assert not quality.ci_crosses_zero(summarize([-5.0, 3.0]))  # a metric that can be negative
+    assert not quality.ci_crosses_zero(summarize([5.0]))  # no CI at all
+    (warning,) = quality.zero_crossing_warning(["workers=1", "workers=2"])
+    assert warning.startswith("workers=1, workers=2: n too small: the 95% CI reaches below zero")
+
+
+def test_a_trial_whose_runs_disagree_far_more_than_the_others_is_flagged() -> None:
+    cvs = {"workers=1": 1.34, "workers=2": 0.03, "workers=4": 0.05}
+    (warning,) = quality.cv_outliers(cvs)
+    assert warning.startswith("workers=1: its runs disagree (CV 134%, the other trials 4%)")
+    assert quality.cv_outliers({"a": 0.05, "b": 0.01, "c": 0.012}) == []  # above 3×, but a quiet 5%
+    assert quality.cv_outliers({"a": 0.5}) == []  # nothing to compare with
+    assert quality.cv_outliers({"a": 0.5, "b": float("nan")}) == []
+
+
+def test_superlinear_scaling_is_flagged_with_its_likely_cause() -> None:
+    # The review's demo: an erratic 1-worker baseline (6401, 487, 649 images/s) and 2 workers at ~2400.
+    points = scaling_efficiency({1: [6401.0, 487.0, 649.0], 2: [2400.0, 2300.0, 2500.0]})
+    assert points[1].efficiency > 1.8
+    (warning,) = quality.scaling_warnings(points, "batch_size=16")
+    assert warning.startswith(f"batch_size=16: efficiency {points[1].efficiency:.0%} at 2 workers is above 100%")
+    assert "the 1-worker baseline is erratic (CV" in warning and "threads per replica" in warning
+    steady = scaling_efficiency({1: [100.0, 101.0, 99.0], 2: [205.0, 206.0, 204.0]})
+    (warning,) = quality.scaling_warnings(steady)
+    assert "erratic" not in warning and "like-for-like resources" in warning
+    assert quality.scaling_warnings(scaling_efficiency({1: [100.0, 100.0], 2: [190.0, 190.0]})) == []
+    assert quality.scaling_warnings(scaling_efficiency({1: [100.0, 100.0], 2: [201.0, 201.0]})) == []  # noise

@@ -1,0 +1,82 @@
+"""Terminal presentation helpers: SI numbers, the escape sanitiser, which metrics a table shows."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from rich.console import Console
+
+from kubebench.present.numbers import metric_unit, short, si
+from kubebench.present.tables import choose_metrics, params_split, results_table
+from kubebench.present.text import cell, safe, safe_line
+from kubebench.store.records import TrialResults
+
+
+@pytest.mark.parametrize("value, unit, text", [
+    (8.943e6, "ops/s", "8.94 M ops/s"),
+    (0.0001819, "s", "182 µs"),
+    (0.0001819, "", "182 µ"),
+    (0.0042, "", "0.00420"),
+    (1e-300, "", "1.00e-300"),
+    (337211392, "bytes", "322 MiB"),
+    (999.7, "", "1.00 k"),
+    (12.5, "%", "12.5 %"),
+    (1234.5, "ms", "1234 ms"),
+    (-931.0, "images/s", "-931 images/s"),
+    (9.1, "s", "9.10 s"),
+    (0.0, "s", "0 s"),
+    (1.7e308, "", "1.70e+308"),
+    (float("nan"), "s", "–"),
+    (None, "", "–"),
+    (math.inf, "", "–"),
+])
+def test_si_numbers(value, unit: str, text: str) -> None:
+    assert si(value, unit) == text
+
+
+def test_short_numbers_leave_the_unit_to_the_header_unless_it_takes_the_prefix() -> None:
+    assert short(8.943e6, "images/s") == "8.94 M"
+    assert short(0.000182, "s") == "182 µs" and short(2**30, "bytes") == "1.00 GiB"
+    assert metric_unit("memory_peak_bytes") == "bytes" and metric_unit("cpu_percent_max") == "%"
+    assert metric_unit("images_per_sec") == "" and metric_unit("step_time_s") == "s" and metric_unit("x", "images/s") == "images/s" and metric_unit("x") == ""
+
+
+def test_safe_shows_control_characters_and_bidi_overrides_as_escapes() -> None:
+    hostile = "a\x1b[31mb\x1b]0;title\x07c\x9bd\u202ee\x7f\tf\ng"
+    assert safe(hostile) == "a\\x1b[31mb\\x1b]0;title\\x07c\\x9bd\\u202ee\\x7f\tf\ng"
+    assert safe_line(hostile).endswith("\\x7f\\tf\\ng")
+    assert safe(None) == "" and safe(3) == "3"
+    console = Console(record=True, width=200, color_system=None)
+    console.print(cell("[red]not markup[/] \x1b[2J"))
+    assert console.export_text() == "[red]not markup[/] \\x1b[2J\n"
+
+
+def test_declared_metrics_come_first_and_telemetry_only_when_asked() -> None:
+    found = ["cpu_percent_max", "cpu_percent_mean", "images_per_sec", "latency_p99", "memory_peak_bytes",
+             "samples_per_sec", "server_rss"]
+    declared = [{"name": "samples_per_sec", "unit": "samples/s"}, {"name": "latency_p99", "unit": "s"},
+                {"name": "images_per_sec", "primary": True}]
+    choice = choose_metrics(found, declared, "images_per_sec")
+    assert choice.shown == ["images_per_sec", "samples_per_sec", "latency_p99"]  # primary, then spec order
+    assert choice.units == {"images_per_sec": "", "samples_per_sec": "samples/s", "latency_p99": "s"}
+    assert (choice.hidden, choice.telemetry_hidden) == (["server_rss"], 3)
+    with_telemetry = choose_metrics(found, declared, "images_per_sec", telemetry=True)
+    assert with_telemetry.shown[3:] == ["cpu_percent_max", "cpu_percent_mean", "memory_peak_bytes"]
+    assert with_telemetry.units["memory_peak_bytes"] == "bytes"
+    assert choose_metrics(found, [], None).shown == ["images_per_sec", "latency_p99", "samples_per_sec", "server_rss"]
+    assert choose_metrics(found, declared, None, chosen=["server_rss"]).shown == ["server_rss"]
+
+
+def test_fixed_parameters_go_on_one_line_and_a_ci_below_zero_says_n_too_small() -> None:
+    assert params_split([{"a": 1, "b": 2}, {"a": 1, "b": 3}, {"a": 1}]) == ({"a": 1}, ["b"])
+    trials = [TrialResults(trial_id="t1", params={"workers": 1, "model": "small"}, runs_by_status={"succeeded": 2},
+                           metrics=[{"ips": 487.0}, {"ips": 6401.0}]),
+              TrialResults(trial_id="t2", params={"workers": 2, "model": "small"}, runs_by_status={"succeeded": 2},
+                           metrics=[{"ips": 1000.0}, {"ips": 1010.0}])]
+    choice = choose_metrics(["ips"], [{"name": "ips", "unit": "images/s"}], "ips")
+    console = Console(record=True, width=80, color_system=None)
+    console.print(results_table(trials, choice, "results of e"))
+    text = console.export_text()
+    assert text.splitlines()[:2] == ["results of e: 2 trials × 2 runs", "fixed: model=small"]
+    assert "n too small" in text and "3.44 k" in text and "±6.3%" in text
