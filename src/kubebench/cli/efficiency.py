@@ -19,7 +19,11 @@ def efficiency(
     store: StoreOpt = None,
 ) -> None:
     """Per trial: throughput, MFU, energy, joules and USD per item, cost; then % of each reference with CI."""
-    from ..analyse.reference import check_references, parse_reference_rule, references_of
+    from ..analyse.reference import (
+        check_references,
+        parse_reference_rule,
+        references_of,
+    )
     from ..present.efficiency import efficiency_table, reference_table
     from ..settings import settings
     from ..store.store import open_store

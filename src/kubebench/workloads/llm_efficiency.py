@@ -16,8 +16,8 @@ from pathlib import Path
 
 import torch
 
-from ..efficiency.peaks import Peak, device_peak, why_no_peak
 from ..efficiency.counters import Meter, nvml_channels
+from ..efficiency.peaks import Peak, device_peak, why_no_peak
 
 #: Matmul size and time budget of the CPU peak measurement.
 CPU_PEAK_N, CPU_PEAK_S = 512, 0.5
