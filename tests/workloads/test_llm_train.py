@@ -102,6 +102,21 @@ def test_overriding_the_heads_of_a_preset_without_gqa_keeps_it_without() -> None
     assert parse_args(["--preset", "1b", "--heads", "16"]).shape.kv_heads == 4
 
 
+def test_activation_checkpointing_recomputes_the_same_loss_and_gradients() -> None:
+    shape = PRESETS["tiny"]
+    batch = torch.randint(0, shape.vocab, (2, shape.seq_len + 1), generator=torch.Generator().manual_seed(0))
+    grads = []
+    for checkpointing in (False, True):
+        torch.manual_seed(1)
+        model = Transformer(shape, checkpointing)
+        loss = loss_of(model, batch)
+        loss.backward()
+        grads.append((loss.item(), [p.grad.clone() for p in model.parameters()]))
+    (plain_loss, plain), (ckpt_loss, ckpt) = grads
+    assert ckpt_loss == pytest.approx(plain_loss, rel=1e-6)
+    assert all(torch.allclose(a, b, rtol=1e-5, atol=1e-7) for a, b in zip(plain, ckpt))
+
+
 # Real runs ----------------------------------------------------------------------------------------
 
 
