@@ -20,6 +20,7 @@ from .backends.base import Backend, Outcome
 from .backends.reasons import with_oom
 from .collect.context import RunContext
 from .collect.metrics import collect, replica_logs
+from .efficiency.accounting import account
 from .errors import BackendError, InfrastructureError, StorageError, StoreError
 from .monitor.recorder import RunTelemetry
 from .monitor.reporters import report_run
@@ -112,6 +113,8 @@ def _attempt(experiment: Experiment, backend: Backend, store: Store, run: Run,
     result = _result(experiment, run, paths, outcome, job, _provenance(experiment, backend, job, handle))
     result = _with_backend_notes(result, outcome, warnings)
     result = telemetry.record(store, result)  # series stored; summaries added to the metrics
+    result = account(spec, experiment.loaded.base_dir, job.manifest, result,  # energy per item, cost
+                     telemetry.ended - telemetry.started, telemetry.machine_local)
     _write_record(store, paths, result)
     infrastructure = outcome.infrastructure and result.status != "succeeded"
     if storage is not None:

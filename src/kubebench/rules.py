@@ -22,6 +22,8 @@ Goal = Literal["maximize", "minimize"]
 GOALS: tuple[Goal, ...] = ("maximize", "minimize")
 #: The goal of a metric that declares none (throughputs are the common case).
 DEFAULT_GOAL: Goal = "maximize"
+#: Energy and money spent (kubebench's energy and cost metrics): less is better unless declared otherwise.
+MINIMIZED_METRIC = re.compile(r"^(?:energy_joules(?:_measured)?|.*_energy_joules|joules_per_.+|cost_usd|usd_per_.+)$")
 
 #: Replica types in rank order: the one holding rank 0 (master, chief, launcher) first. Lower case;
 #: Kubeflow's capitalised replica types (``Master``, ``Worker``) are ranked by their lower-case name.
@@ -44,10 +46,15 @@ def primary_metric(declared: Sequence[Mapping[str, object]]) -> str | None:
     return str(chosen["name"]) if chosen else None
 
 
+def default_goal(name: str) -> Goal:
+    """The goal of a metric that declares none: ``minimize`` for energy and cost, else :data:`DEFAULT_GOAL`."""
+    return "minimize" if MINIMIZED_METRIC.match(name) else DEFAULT_GOAL
+
+
 def metric_goal(declared: Sequence[Mapping[str, object]], name: str) -> Goal:
-    """The goal declared for ``name``, else :data:`DEFAULT_GOAL`."""
+    """The goal declared for ``name``, else its :func:`default_goal`."""
     goal = next((m.get("goal") for m in declared if m.get("name") == name), None)
-    return next((g for g in GOALS if g == goal), DEFAULT_GOAL)
+    return next((g for g in GOALS if g == goal), default_goal(name))
 
 
 def worker_parameters(names: Sequence[str]) -> list[str]:

@@ -23,6 +23,7 @@ from .plan.plan import Plan, Run, make_plan, new_experiment_id
 from .render.budget import time_budget
 from .render.job import job_fingerprint
 from .settings import Settings
+from .spec.efficiency import load_prices
 from .spec.model import AdaptiveRepeats, LoadedSpec
 from .storage.runs import shared_storage
 from .store.records import ExperimentRecord, RunResult
@@ -186,3 +187,5 @@ def validate(experiment: Experiment, backend: Backend) -> None:
     storage = shared_storage(experiment.settings, experiment.loaded.spec.storage, experiment.loaded.base_dir)
     if storage is not None:
         storage.check()  # a missing bucket or a read-only folder stops the start, not every run
+    if experiment.loaded.spec.prices is not None:  # so does a bad prices file
+        load_prices(experiment.loaded.spec.prices, experiment.loaded.base_dir)

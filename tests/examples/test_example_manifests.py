@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kubernetes"))
 from k8s_schemas import errors_of  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-KINDS = {"pytorch-cnn": "PyTorchJob", "tf-cnn": "TFJob", "mpi-cnn": "MPIJob", "mlperf-trainjob": "TrainJob",
+KINDS = {"pytorch-cnn": "PyTorchJob", "llm-train": "PyTorchJob", "tf-cnn": "TFJob", "mpi-cnn": "MPIJob", "mlperf-trainjob": "TrainJob",
          "kubebench-v1-compat": "Job"}
 
 

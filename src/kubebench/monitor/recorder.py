@@ -12,8 +12,10 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ..backends.base import PodTelemetry, ProcessTelemetry, TelemetrySource
+from ..efficiency.counters import Energy, Meter, local_meter
 from ..errors import KubebenchError
 from ..spec.telemetry import TelemetryConfig
+from .energy import pods_energy
 from .live import LIVE
 from .sampler import Sample, Sampler
 
@@ -36,12 +38,15 @@ class RunTelemetry:
         self._sampler: Sampler | None = None
         self._samples: list[Sample] = []
         self._warning = ""
+        self._meter: Meter | None = None
+        self._energy: Energy | None = None
 
     def start(self, source: TelemetrySource | None) -> None:
         """Begin the run's window; sample the job's processes from now on when it has any here."""
         self.started, self._source = time.time(), source
         if not self.config.enabled or not isinstance(source, ProcessTelemetry):
             return
+        self._meter = local_meter().start()  # this machine's energy counters (see .energy)
         try:
             self._sampler = Sampler(list(source.pids), self.config.interval, self.config.gpu, self._live).start()
         except Exception as e:  # psutil refusing /proc, a thread that cannot start: the run goes on
@@ -54,6 +59,9 @@ class RunTelemetry:
         """End the run's window and the sampling (safe to call twice)."""
         if not self.ended:
             self.ended = time.time()
+        meter, self._meter = self._meter, None
+        if meter is not None:
+            self._energy = meter.stop()
         sampler, self._sampler = self._sampler, None
         if sampler is not None:
             self._samples = sampler.stop()
@@ -71,12 +79,19 @@ class RunTelemetry:
         samples = self._samples or self._from_prometheus()
         if samples:
             store.add_telemetry(self.run_id, samples)
+        energy = self._energy or pods_energy(self.config, self._source, self.started, self.ended)
         update: dict[str, Any] = {}
-        if samples and result.status == "succeeded":
-            update["metrics"] = {**summarize(samples), **result.metrics}
-        if self._warning:
-            update["info"] = {**result.info, WARNING_KEY: self._warning}
+        if (samples or energy.metrics) and result.status == "succeeded":
+            update["metrics"] = {**(summarize(samples) if samples else {}), **energy.metrics, **result.metrics}
+        info = {**energy.info, **({WARNING_KEY: self._warning} if self._warning else {})}
+        if info:
+            update["info"] = {**result.info, **info}
         return result.model_copy(update=update) if update else result
+
+    @property
+    def machine_local(self) -> bool:
+        """Whether the run's processes ran on this machine (its resources are this machine's)."""
+        return isinstance(self._source, ProcessTelemetry)
 
     def _from_prometheus(self) -> list[Sample]:
         source = self._source

@@ -14,6 +14,7 @@ from pydantic import AfterValidator, ConfigDict, Discriminator, Field, Tag, fiel
 from .. import METRIC_NAME, registry
 from .base import Model, PluginConfig, parse_duration
 from .telemetry import TelemetryConfig
+from .efficiency import Prices, Reference
 
 JOB_KINDS = ("Process", "PyTorchJob", "TFJob", "MPIJob", "TrainJob", "Job")
 
@@ -170,8 +171,17 @@ class BenchmarkSpec(Model):
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     #: Reporters called with each finished run (``[{kind: pushgateway, url: …}]``).
     report: list[ReporterConfig] = Field(default_factory=list)
+    #: What a run costs: USD per device-hour and per CPU-core-hour (see ``kubebench.spec.efficiency``).
+    prices: Prices | None = None
+    #: Published figures (with their source) that results are reported as a fraction of.
+    reference: list[Reference] = Field(default_factory=list)
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    @field_validator("reference", mode="before")
+    @classmethod
+    def _one_or_more(cls, value: object) -> object:
+        return [value] if isinstance(value, dict) else value
 
     @field_validator("timeout", mode="before")
     @classmethod

@@ -10,7 +10,7 @@ from fastapi import HTTPException
 
 from ..analyse.experiments import trial_values
 from ..analyse.stats import summarize
-from ..rules import DEFAULT_GOAL, metric_goal
+from ..rules import default_goal, metric_goal
 from ..store.listing import STATES, experiment_state
 from ..store.records import FAILED_STATES, RUN_STATUSES, ExperimentRecord, RunRecord
 from ..store.store import Store
@@ -56,7 +56,7 @@ def metric_list(record: ExperimentRecord, runs: Sequence[RunRecord]) -> list[dic
                  "declared": True} for m in record.declared_metrics()]
     names = {m["name"] for m in declared}
     extra = sorted({k for r in runs for k in r.metrics} - names)
-    return declared + [{"name": k, "goal": DEFAULT_GOAL, "unit": "", "declared": False} for k in extra]
+    return declared + [{"name": k, "goal": default_goal(k), "unit": "", "declared": False} for k in extra]
 
 
 def swept(runs: Sequence[RunRecord]) -> list[str]:
