@@ -101,15 +101,16 @@ def make_app(llm: FakeLLM) -> web.Application:
     return app
 
 
-class FakeLLMServer:
-    """The fake server on a free loopback port, in a thread of this process (a context manager)."""
+class AppThread:
+    """An aiohttp application on a free loopback port, in a thread of this process (a context
+    manager); ``make()`` builds the application inside the thread's event loop."""
 
-    def __init__(self, ttft: float = 0.05, tpot: float = 0.01, slots: int = 0, fail_every: int = 0) -> None:
-        self.args = (ttft, tpot, slots, fail_every)
+    def __init__(self, make) -> None:
+        self.make = make
         self.port = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True, name="fake-llm")
+        self._thread = threading.Thread(target=self._serve, daemon=True, name="llm-server")
 
     @property
     def url(self) -> str:
@@ -125,23 +126,34 @@ class FakeLLMServer:
         self._loop.close()
 
     async def _start(self) -> None:
-        self.llm = FakeLLM(*self.args)
-        self._runner = web.AppRunner(make_app(self.llm), access_log=None)
+        self._runner = web.AppRunner(self.make(), access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
 
-    def __enter__(self) -> "FakeLLMServer":
+    def __enter__(self):
         self._thread.start()
-        if not self._ready.wait(30):
-            raise RuntimeError("the fake LLM server did not start in 30 s")
+        if not self._ready.wait(60):
+            raise RuntimeError("the server did not start in 60 s")
         return self
 
     def __exit__(self, *exc: object) -> None:
         assert self._loop is not None
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(30)
+
+
+class FakeLLMServer(AppThread):
+    """The fake server on a free loopback port, in a thread of this process."""
+
+    def __init__(self, ttft: float = 0.05, tpot: float = 0.01, slots: int = 0, fail_every: int = 0) -> None:
+        super().__init__(self._make)
+        self.args = (ttft, tpot, slots, fail_every)
+
+    def _make(self) -> web.Application:
+        self.llm = FakeLLM(*self.args)
+        return make_app(self.llm)
 
 
 def main(argv: list[str] | None = None) -> None:
