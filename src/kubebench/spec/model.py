@@ -15,10 +15,48 @@ from .. import registry
 from ..monitor.config import TelemetryConfig
 from .base import Model, parse_duration
 
-JOB_KINDS = ("Process", "PyTorchJob", "TFJob", "MPIJob", "TrainJob", "Job")
+JOB_KINDS = ("Process", "PyTorchJob", "TFJob", "MPIJob", "TrainJob", "Job", "Serving")
 
 Scalar = Union[bool, int, float, str, None]
 ParamValue = Union[Scalar, list[Scalar]]
+
+
+class ServerSpec(Model):
+    """``job.server`` of a ``kind: Serving`` job: the inference server its load generator measures.
+
+    Locally each replica is a process given ``KUBEBENCH_SERVER_PORT`` (a free port; ``$(VAR)`` in its
+    command is expanded as the kubelet does); on Kubernetes a Deployment and a Service on ``port``.
+    The load generator starts once every replica answers ``readiness`` with 200, and gets
+    ``KUBEBENCH_SERVER_URL`` (``http://host:port`` + ``api_path``; several replicas locally: comma-separated).
+    """
+
+    command: list[str] = Field(default_factory=list)
+    image: str = "python:3.11-slim"
+    replicas: Union[int, str] = 1
+    port: Union[int, str] = 8000
+    readiness: str = Field("/health", pattern=r"^/")
+    api_path: str = "/v1"
+    startup_timeout: float = 600.0
+    env: dict[str, Union[str, int, float, bool]] = Field(default_factory=dict)
+    resources: dict[str, Union[str, int, float]] = Field(default_factory=dict)
+
+    @field_validator("command", mode="before")
+    @classmethod
+    def _stringify_command(cls, value: object) -> object:
+        if isinstance(value, list):
+            return [v if isinstance(v, str) else _scalar_text(v) for v in value]
+        return value
+
+    @field_validator("startup_timeout", mode="before")
+    @classmethod
+    def _duration(cls, value: object) -> float:
+        return parse_duration(value)
+
+    @model_validator(mode="after")
+    def _has_command(self) -> "ServerSpec":
+        if not self.command:
+            raise ValueError("give the server's `command` (locally it runs as a process)")
+        return self
 
 
 class JobSpec(Model):
@@ -37,6 +75,8 @@ class JobSpec(Model):
     tolerations: list[dict[str, Union[str, int]]] = Field(default_factory=list)
     #: MPIJob: mpi-operator's ``kubeflow.org/v2beta1``, or the training operator's ``kubeflow.org/v1``.
     mpi_api_version: Literal["kubeflow.org/v2beta1", "kubeflow.org/v1"] = "kubeflow.org/v2beta1"
+    #: ``kind: Serving``: the server (the job's own ``command`` is its load generator).
+    server: ServerSpec | None = None
 
     @field_validator("command", mode="before")
     @classmethod
@@ -61,6 +101,10 @@ class JobSpec(Model):
             raise ValueError("give `command` (the shorthand) or `template` (a .j2 or .jsonnet manifest)")
         if self.template and not self.template.endswith((".j2", ".jinja", ".jinja2", ".jsonnet")):
             raise ValueError(f"template {self.template!r} must end with .j2 / .jinja2 (Jinja2) or .jsonnet")
+        if self.kind == "Serving" and (self.server is None or self.template):
+            raise ValueError("kind: Serving needs `server:` (the inference server) and `command` (its load generator)")
+        if self.server is not None and self.kind not in ("Serving",) and "{{" not in self.kind:
+            raise ValueError(f"`server:` belongs to kind: Serving, not kind: {self.kind}")
         return self
 
 
