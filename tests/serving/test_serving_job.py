@@ -83,3 +83,41 @@ def test_server_without_command_is_a_spec_error(tmp_path: Path) -> None:
     spec.write_text("name: x\njob:\n  kind: Serving\n  command: [python]\n  server: {port: 80}\n")
     with pytest.raises(SpecError, match="server"):
         load_spec(spec)
+
+
+SEARCH = """
+name: capacity-test
+job:
+  kind: Serving
+  command: [python, -m, kubebench.workloads.llm_load, --rate, "{{ rate }}", --arrivals, constant, --duration, "3",
+            --output-tokens, "10", --input-tokens, "8", --max-lag, "0.5", --scrape-interval, "5"]
+  server:
+    command: [python, -m, kubebench.testing.llm_fake, --port, "$(KUBEBENCH_SERVER_PORT)", --ttft, "0.05",
+              --tpot, "0.02", --slots, "{{ slots }}"]
+parameters:
+  slots: 2
+search: {parameter: rate, low: 2, high: 32, resolution: 0.3, min: 1, max: 2, slo: {ttft_p99: 250ms}}
+telemetry: {enabled: false}
+timeout: 2m
+metrics: [{name: ttft_p99, goal: minimize}]
+"""
+
+
+def test_capacity_search_brackets_the_saturation_of_a_known_server(tmp_path: Path) -> None:
+    from kubebench.serving.driver import answers, sweep_points
+    from kubebench.serving.search import grid_probes
+
+    spec_path = tmp_path / "search.yaml"
+    spec_path.write_text(SEARCH)
+    config = settings(home=tmp_path / "home")
+    store = open_store(config.store_url)
+    loaded = load_spec(spec_path)
+    experiment = plan_experiment(loaded, config, "capacity-test")
+    execute(experiment, store)
+    runs = store.runs("capacity-test")
+    (answer,) = answers(loaded.spec, sweep_points(loaded.spec, experiment.plan), runs)
+    saturation = 2 / (0.05 + 9 * 0.02)  # slots / service time: 8.7 requests/s
+    assert answer.status == "found", answer.steps
+    assert answer.meets <= saturation * 1.15 and answer.fails >= saturation * 0.85, answer.steps
+    assert answer.probes < grid_probes(loaded.spec.search)
+    assert {r.params["rate"] for r in runs} >= {2, 32}

@@ -160,6 +160,43 @@ Repeats = Annotated[
 ]
 
 
+class CapacitySearch(Model):
+    """``search:``: the highest value of ``parameter`` (a load: rate, concurrency) at which every bound
+    of ``slo`` holds, found by bisection between ``low`` and ``high`` for every point of the sweep.
+
+    Each probe is repeated (``min`` … ``max`` runs) until the confidence interval of each bounded
+    metric's mean lies on one side of its bound; a probe still undecided at ``max`` runs is judged
+    by its means. The search stops when the bracket is narrower than ``resolution`` × its low end.
+    """
+
+    parameter: str = Field(min_length=1)
+    low: float = Field(gt=0)
+    high: float = Field(gt=0)
+    #: Upper bounds on run metrics: ``{ttft_p99: 2s, tpot_p99: 100ms, error_rate: 0.01}``.
+    slo: dict[str, Union[float, str]] = Field(min_length=1)
+    resolution: float = Field(0.05, gt=0, lt=1)
+    scale: Literal["log", "linear"] = "log"
+    integer: bool = False
+    min: int = Field(2, ge=1, le=100)
+    max: int = Field(6, ge=1, le=100)
+    confidence: float = Field(0.95, gt=0.5, lt=1)
+
+    @field_validator("slo")
+    @classmethod
+    def _bounds(cls, slo: dict[str, Union[float, str]]) -> dict[str, float]:
+        from ..serving.slo import seconds
+
+        return {name: float(seconds(value)) for name, value in slo.items()}
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "CapacitySearch":
+        if self.high <= self.low:
+            raise ValueError(f"high ({self.high:g}) must be above low ({self.low:g})")
+        if self.max < self.min:
+            raise ValueError(f"max ({self.max}) must be at least min ({self.min})")
+        return self
+
+
 class BenchmarkSpec(Model):
     """A whole benchmark: job, parameters to sweep, repeats, metrics and where to run."""
 
@@ -194,6 +231,8 @@ class BenchmarkSpec(Model):
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     #: Reporters called with each finished run (``[{kind: pushgateway, url: …}]``).
     report: list[ReporterConfig] = Field(default_factory=list)  # type: ignore[valid-type]
+    #: Capacity under an SLO: bisection over a load parameter instead of a fixed list of its values.
+    search: CapacitySearch | None = None
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -230,6 +269,16 @@ class BenchmarkSpec(Model):
     def _adaptive_needs_a_metric(self) -> "BenchmarkSpec":
         if isinstance(self.repeats, AdaptiveRepeats) and not self.metrics:
             raise ValueError("adaptive repeats need a metric to converge on: declare `metrics:`")
+        return self
+
+    @model_validator(mode="after")
+    def _search_owns_its_parameter(self) -> "BenchmarkSpec":
+        if self.search is None:
+            return self
+        if self.search.parameter in self.parameters:
+            raise ValueError(f"search.parameter {self.search.parameter!r} is searched: remove it from `parameters`")
+        if isinstance(self.repeats, AdaptiveRepeats):
+            raise ValueError("a search repeats each probe itself (search.min, search.max): give `repeats` no policy")
         return self
 
     @property
