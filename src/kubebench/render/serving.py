@@ -76,6 +76,7 @@ def kubernetes_objects(manifest: dict[str, Any]) -> list[dict[str, Any]]:
         raise SpecError(f"not a Serving manifest: kind {manifest.get('kind')!r}")
     meta, spec = manifest.get("metadata") or {}, manifest.get("spec") or {}
     name, labels = str(meta["name"]), dict(meta.get("labels") or {})
+    namespace = {"namespace": meta["namespace"]} if meta.get("namespace") else {}
     server, load = spec["server"], spec["load"]
     selector = {k: v for k, v in labels.items() if k.endswith("/run")} or {"app.kubernetes.io/name": name}
     service_name = f"{name}-server"[:63]
@@ -94,14 +95,14 @@ def kubernetes_objects(manifest: dict[str, Any]) -> list[dict[str, Any]]:
         }
     deployment = {
         "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": service_name, "labels": {**labels, "kubebench.io/role": SERVER}},
+        "metadata": {"name": service_name, **namespace, "labels": {**labels, "kubebench.io/role": SERVER}},
         "spec": {"replicas": int(server["replicas"]),
                  "selector": {"matchLabels": {**selector, "kubebench.io/role": SERVER}},
                  "template": server_pod},
     }
     service = {
         "apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": service_name, "labels": {**labels, "kubebench.io/role": SERVER}},
+        "metadata": {"name": service_name, **namespace, "labels": {**labels, "kubebench.io/role": SERVER}},
         "spec": {"selector": {**selector, "kubebench.io/role": SERVER},
                  "ports": [{"name": "http", "port": int(server["port"]), "targetPort": int(server["port"])}]},
     }
@@ -114,7 +115,7 @@ def kubernetes_objects(manifest: dict[str, Any]) -> list[dict[str, Any]]:
             {"name": URL_VAR, "value": url}]
     job = {
         "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": name, "labels": {**labels, "kubebench.io/role": LOAD}},
+        "metadata": {"name": name, **namespace, "labels": {**labels, "kubebench.io/role": LOAD}},
         "spec": {"completionMode": "Indexed", "completions": int(load["replicas"]),
                  "parallelism": int(load["replicas"]), "backoffLimit": 0,
                  "activeDeadlineSeconds": int(spec.get("activeDeadlineSeconds") or 3600),
