@@ -115,7 +115,7 @@ def test_capacity_search_brackets_the_saturation_of_a_known_server(tmp_path: Pat
     experiment = plan_experiment(loaded, config, "capacity-test")
     execute(experiment, store)
     runs = store.runs("capacity-test")
-    (answer,) = answers(loaded.spec, sweep_points(loaded.spec, experiment.plan), runs)
+    (answer,) = answers(loaded.spec.search, sweep_points(loaded.spec, experiment.plan), runs)
     saturation = 2 / (0.05 + 9 * 0.02)  # slots / service time: 8.7 requests/s
     assert answer.status == "found", answer.steps
     assert answer.meets <= saturation * 1.15 and answer.fails >= saturation * 0.85, answer.steps

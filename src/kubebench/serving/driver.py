@@ -72,11 +72,19 @@ def next_runs(spec: BenchmarkSpec, plan: Plan, points: Sequence[Trial], runs: Se
     return new
 
 
-def answers(spec: BenchmarkSpec, points: Sequence[Trial], runs: Sequence[RunRecord]) -> list[Capacity]:
+def answers(search: CapacitySearch, points: Sequence[Trial], runs: Sequence[RunRecord]) -> list[Capacity]:
     """The capacity of every sweep point, from the runs done."""
-    search = spec.search
-    assert search is not None
     return [replace(walk(search, probes_of(search, point, runs))[1], point=dict(point.params)) for point in points]
+
+
+def points_of(search: CapacitySearch, runs: Sequence[RunRecord]) -> list[Trial]:
+    """The sweep points of stored runs (their parameters without the searched one), in order."""
+    seen: dict[str, Trial] = {}
+    for run in runs:
+        params = {k: v for k, v in run.params.items() if k != search.parameter}
+        key = repr(sorted(params.items(), key=lambda kv: kv[0]))
+        seen.setdefault(key, Trial(id=key, index=len(seen), params=params))
+    return list(seen.values())
 
 
 def search_rounds(spec: BenchmarkSpec, plan: Plan, list_runs: Callable[[], list[RunRecord]],
