@@ -75,10 +75,12 @@ def main() -> None:
             if args.long > 0:
                 for law in ("constant", "poisson"):
                     m, data = load(port, folder, "--rate", "10", "--duration", str(args.long), "--arrivals", law)
-                    achieved, scheduled = send_rate(data.records), send_rate(data.records, "scheduled")
+                    achieved = send_rate(data.records, "sent", data.window)
+                    scheduled = send_rate(data.records, "scheduled", data.window)
                     print(f"{law} 10/s over {args.long:g} s: achieved {achieved:.4f}/s ({achieved / 10 - 1:+.2%} of "
                           f"configured, {achieved / scheduled - 1:+.3%} of the schedule's own rate {scheduled:.4f}/s)"
-                          f"  KS p={data.meta['client'].get('arrival_ks_pvalue', float('nan')):.3g}")
+                          f"  KS p={data.meta['client'].get('arrival_ks_pvalue', float('nan')):.3g}"
+                          f"  gap CV {data.meta['client'].get('arrival_gap_cv', float('nan')):.2g}")
     finally:
         server.terminate()
         server.wait()

@@ -113,3 +113,24 @@ def test_bad_options_exit_2_naming_the_option(argv: list[str], message: str, cap
     with pytest.raises(SystemExit) as exit_info:
         llm_load.parse_args(["--endpoint", "http://x/v1", *argv])
     assert exit_info.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_energy_per_token_from_the_gpu_counter_at_the_window_ends(server: FakeLLMServer, tmp_path: Path,
+                                                                   monkeypatch, capsys) -> None:
+    from kubebench.serving import energy
+
+    readings = iter([1000.0, 1250.0])
+    monkeypatch.setattr(energy, "total_energy_joules", lambda: next(readings))
+    code = llm_load.main(["--endpoint", server.url, "--rate", "20", "--requests", "10", "--output-tokens", "5",
+                          "--max-lag", "10", "--records", str(tmp_path / "r.jsonl")])
+    out = capsys.readouterr().out
+    assert code == 0
+    line = next(line for line in out.splitlines() if line.startswith("KUBEBENCH_METRIC"))
+    assert "energy_joules=250.0" in line
+    assert "energy_per_output_token_j=5.0" in line and "energy_per_request_j=25.0" in line
+
+
+def test_without_gpus_no_energy_is_reported(server: FakeLLMServer, tmp_path: Path, capsys) -> None:
+    code = llm_load.main(["--endpoint", server.url, "--rate", "20", "--requests", "4", "--output-tokens", "2",
+                          "--max-lag", "10", "--records", str(tmp_path / "r.jsonl")])
+    assert code == 0 and "energy_joules" not in capsys.readouterr().out

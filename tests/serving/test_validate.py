@@ -21,7 +21,9 @@ def test_same_seed_same_schedule_and_the_mean_rate_holds() -> None:
     a, b = arrivals.offsets(7, count=5000), arrivals.offsets(7, count=5000)
     assert np.array_equal(a, b) and a[0] == 0.0
     assert 4999 / a[-1] == pytest.approx(20.0, rel=0.06)
-    assert len(Arrivals(5.0).offsets(1, duration=100.0)) == pytest.approx(500, rel=0.15)
+    by_duration = Arrivals(5.0).offsets(1, duration=100.0)
+    assert len(by_duration) == 500 and by_duration[0] == 0.0 and by_duration[-1] < 100.0  # exactly the rate
+    assert len(Arrivals(3.0, "gamma", 0.3).offsets(2, duration=10.0)) == 30
     assert np.allclose(np.diff(Arrivals(4.0, "constant").offsets(0, count=9)), 0.25)
 
 

@@ -42,17 +42,22 @@ class Arrivals:
         return rng.gamma(self.shape, 1.0 / (self.rate * self.shape), size=count)
 
     def offsets(self, seed: int, count: int | None = None, duration: float | None = None) -> np.ndarray:
-        """Send times from the start (the first request at 0): ``count`` of them, or all before ``duration``."""
+        """Send times from the start (the first request at 0): ``count`` of them, or, for a
+        ``duration``, exactly ``round(rate × duration)`` of them spread over it.
+
+        A duration's schedule is the process conditioned on its count: ``n + 1`` gaps drawn and
+        scaled so that they end at ``duration`` (for Poisson arrivals this is exactly the Poisson
+        process given ``n`` arrivals, i.e. sorted uniform times). So the configured rate is the
+        schedule's, not a random sample's (whose count is off by ±1/√n: ±4% over 60 s at 10/s).
+        """
         if count is None and duration is None:
             raise ValueError("give a count or a duration")
         if count is not None:
             times = np.concatenate(([0.0], np.cumsum(self.gaps(max(count - 1, 0), seed))))
             return times if duration is None else times[times < duration]
-        expected = int(duration * self.rate * 1.2 + 10 * np.sqrt(duration * self.rate) + 10)
-        times = np.concatenate(([0.0], np.cumsum(self.gaps(expected, seed))))
-        while times[-1] < duration:  # a rare long tail of the sample: draw more
-            times = np.concatenate((times, times[-1] + np.cumsum(self.gaps(expected, seed + len(times)))))
-        return times[times < duration]
+        n = max(1, round(self.rate * duration))
+        gaps = self.gaps(n, seed)
+        return duration * np.concatenate(([0.0], np.cumsum(gaps[:-1]))) / gaps.sum()
 
     def cdf_args(self) -> tuple[str, tuple[float, ...]]:
         """The inter-arrival distribution as SciPy names it, for a goodness-of-fit test."""

@@ -121,3 +121,17 @@ def tokens_source(records: Sequence[RequestRecord]) -> str:
     """``usage``, ``chunks`` or ``mixed``: where the output token counts came from."""
     sources = {r.tokens_from for r in records if r.ok}
     return sources.pop() if len(sources) == 1 else ("mixed" if sources else "none")
+
+
+def energy_metrics(joules: float, records: Sequence[RequestRecord], window: tuple[float, float]) -> dict[str, float]:
+    """Energy per output token and per request, from a total-energy counter read at the window's
+    ends (``joules``: the difference), over what completed inside the window."""
+    start, end = window
+    done = [r for r in records if r.ok and start <= r.end <= end]
+    tokens = sum(_tokens_in(r, start, end) for r in records if r.ok)
+    out = {"energy_joules": joules}
+    if tokens > 0:
+        out["energy_per_output_token_j"] = joules / tokens
+    if done:
+        out["energy_per_request_j"] = joules / len(done)
+    return out

@@ -16,6 +16,8 @@ from .records import RequestRecord
 
 #: A run is invalid when its achieved rate is this far below the configured one (relative).
 RATE_TOLERANCE = 0.05
+#: Requests below which the achieved rate is not judged (the jitter of a few sends moves it by more).
+MIN_REQUESTS = 20
 #: … or when the arrivals fit the configured distribution this badly: a KS statistic above this
 #: *and* a p-value below ``KS_ALPHA`` (significant and large: thousands of samples make tiny,
 #: harmless jitter significant).
@@ -49,9 +51,12 @@ def lag_metrics(records: Sequence[RequestRecord], loop_delays: Sequence[float]) 
     return out
 
 
-def send_rate(records: Sequence[RequestRecord], field: str = "sent") -> float:
-    """Requests per second between the first and the last measured send (``field``: ``sent``, or
-    ``scheduled`` for the schedule's own rate, which a random sample has off the configured one)."""
+def send_rate(records: Sequence[RequestRecord], field: str = "sent",
+              window: tuple[float, float] | None = None) -> float:
+    """Requests per second: sent inside ``window`` over its length (a run by duration), else between
+    the first and the last measured send. ``field``: ``sent``, or ``scheduled`` for the schedule's own."""
+    if window is not None and window[1] > window[0]:
+        return sum(1 for r in records if window[0] <= getattr(r, field) < window[1]) / (window[1] - window[0])
     times = sorted(getattr(r, field) for r in records if r.measured)
     if len(times) < 2 or times[-1] <= times[0]:
         return math.nan
@@ -114,16 +119,19 @@ def ks_pvalue(statistic: float, n: int) -> float:
 
 
 def check(records: Sequence[RequestRecord], window: tuple[float, float], loop_delays: Sequence[float], *,
-          arrivals: Arrivals | None, concurrency: int | None, max_lag: float) -> Check:
-    """Measure the client against its configuration; ``max_lag`` bounds its p99 lag and loop delay."""
+          arrivals: Arrivals | None, concurrency: int | None, max_lag: float,
+          send_window: tuple[float, float] | None = None) -> Check:
+    """Measure the client against its configuration; ``max_lag`` bounds its p99 lag and loop delay;
+    ``send_window``: the seconds a run by duration sent in (its rate is counted over them)."""
     metrics = lag_metrics(records, loop_delays)
     reasons: list[str] = []
     if arrivals is not None:
-        rate, planned = send_rate(records), send_rate(records, "scheduled")
+        rate, planned = send_rate(records, "sent", send_window), send_rate(records, "scheduled", send_window)
         metrics |= {"request_rate_target": arrivals.rate, "request_rate_scheduled": planned,
                     "request_rate_achieved": rate}
         metrics |= arrival_fit(records, arrivals)
-        if rate < planned * (1 - RATE_TOLERANCE):
+        enough = sum(1 for r in records if r.measured) >= MIN_REQUESTS  # a few sends' jitter is no rate
+        if enough and rate < planned * (1 - RATE_TOLERANCE):
             reasons.append(f"sent {rate:.3g} requests/s of the {planned:.3g} scheduled")
         if metrics.get("arrival_ks_pvalue", 1.0) < KS_ALPHA and metrics.get("arrival_ks_stat", 0.0) > KS_MAX_STATISTIC:
             reasons.append(f"inter-arrival times do not follow the configured {arrivals.distribution} law "

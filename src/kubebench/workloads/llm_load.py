@@ -27,7 +27,7 @@ import kubebench
 
 from ..serving import client, validate
 from ..serving.arrivals import Arrivals
-from ..serving.metrics import serving_metrics, tokens_source
+from ..serving.metrics import energy_metrics, serving_metrics, tokens_source
 from ..serving.prompts import Lengths, from_dataset, synthetic
 from ..serving.records import RecordsFile, write_records
 from ..serving.slo import parse_request_slo
@@ -66,6 +66,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="p99 seconds the client may lag its schedule (and its event loop) before the run is invalid")
     p.add_argument("--allow-invalid", action="store_true", help="report latencies even if the client lagged")
     p.add_argument("--scrape-interval", type=float, default=2.0, help="seconds between scrapes of the server's /metrics")
+    p.add_argument("--no-energy", action="store_true", help="do not read the GPUs' energy counter (NVML)")
     p.add_argument("--records", type=Path, help="records file (default: $KUBEBENCH_EXP_OUTPUT_PATH/requests-<replica>.parquet)")
     args = p.parse_args(argv)
     _check(p, args)
@@ -116,6 +117,7 @@ async def run(args: argparse.Namespace, replica: int) -> tuple[RecordsFile, list
         if replica == 0:
             scraper.start()
         start = clock.now()
+        energy = _EnergyWindow(args, start, clock)
         if args.rate is not None:
             arrivals = Arrivals(args.rate, args.arrivals, args.burstiness)
             offsets = arrivals.offsets(seed, args.requests, args.duration)
@@ -127,16 +129,58 @@ async def run(args: argparse.Namespace, replica: int) -> tuple[RecordsFile, list
             records = await client.closed_loop(session, target, prompts, args.concurrency, clock, replica,
                                                args.requests, args.duration)
             send_end = args.duration if args.duration is not None else max(r.scheduled for r in records) - start
+        joules = await energy.finish()
         await monitor.stop()
         await scraper.stop()
     window = (start + args.warmup, start + max(send_end - args.cooldown, args.warmup))
     if args.requests is not None and args.warmup == 0 and args.cooldown == 0:
         window = (start, max(start + send_end, max(r.end for r in records)))  # a fixed count: all of it
     records = [replace(r, measured=bool(window[0] <= r.scheduled <= window[1])) for r in records]
-    meta = {"replica": replica, "model": model, "endpoints": list(args.endpoints), "api": args.api,
+    meta = {"energy_joules": joules} if joules is not None else {}
+    meta |= {"replica": replica, "model": model, "endpoints": list(args.endpoints), "api": args.api,
             "rate": args.rate, "concurrency": args.concurrency, "arrivals": args.arrivals,
             "burstiness": args.burstiness, "seed": args.seed, "slo": args.slo_bounds}
     return RecordsFile(tuple(records), window, meta), monitor.delays, scraper.samples
+
+
+class _EnergyWindow:
+    """The GPUs' total-energy counter read at the measured window's ends (by duration: at warm-up's
+    end and cool-down's start; by count without warm-up: at the start and once all requests ended)."""
+
+    def __init__(self, args: argparse.Namespace, start: float, clock: client.Clock) -> None:
+        self.readings: list[float | None] = []
+        self.task: asyncio.Task | None = None
+        fixed_count = args.requests is not None and args.warmup == 0 and args.cooldown == 0
+        if args.no_energy or not (args.duration is not None or fixed_count):
+            return
+        ends = (start + args.warmup, start + args.duration - args.cooldown) if args.duration else (start, None)
+        self.task = asyncio.create_task(self._read(ends, clock))
+
+    async def _read(self, ends: tuple[float, float | None], clock: client.Clock) -> None:
+        from ..serving.energy import total_energy_joules
+
+        for end in ends:
+            if end is None:
+                return
+            await asyncio.sleep(max(0.0, end - clock.now()))
+            self.readings.append(await asyncio.to_thread(total_energy_joules))
+            if self.readings[0] is None:
+                return
+
+    async def finish(self) -> float | None:
+        """Joules over the window, or None (no GPU, no counter, not measurable for this load)."""
+        if self.task is None:
+            return None
+        if len(self.readings) == 1 and self.readings[0] is not None:  # by count: the end is now
+            from ..serving.energy import total_energy_joules
+
+            await self.task
+            self.readings.append(await asyncio.to_thread(total_energy_joules))
+        else:
+            await self.task
+        if len(self.readings) == 2 and None not in self.readings:
+            return self.readings[1] - self.readings[0]  # type: ignore[operator]
+        return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -146,11 +190,13 @@ def main(argv: list[str] | None = None) -> int:
     data, delays, scrapes = asyncio.run(run(args, replica))
     arrivals = Arrivals(args.rate, args.arrivals, args.burstiness) if args.rate is not None else None
     checked = validate.check(data.records, data.window, delays, arrivals=arrivals, concurrency=args.concurrency,
-                             max_lag=args.max_lag)
+                             max_lag=args.max_lag, send_window=data.window if args.duration is not None else None)
     data = replace(data, meta={**data.meta, "valid": checked.valid, "invalid_reasons": list(checked.reasons),
                                "client": checked.metrics})
     _write_outputs(args, replica, data, scrapes)
     metrics = serving_metrics(data, args.slo_bounds)
+    if data.meta.get("energy_joules") is not None:
+        metrics |= energy_metrics(data.meta["energy_joules"], data.records, data.window)
     print(f"tokens counted from: {tokens_source(data.records)}", flush=True)
     if not checked.valid and not args.allow_invalid:
         print("INVALID run: the client could not keep up, so its latencies are not the server's: "
