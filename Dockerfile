@@ -1,26 +1,60 @@
-# kubebench's image: the runner that `kubebench deploy manifests` starts in a cluster.
-#   docker build -t kubebench:0.1.0 .
-# With PyTorch too (an image that can also run the bundled workloads as a job's image):
-#   docker build --build-arg EXTRAS=torch -t kubebench-torch:0.1.0 .
-FROM python:3.11-slim
+# kubebench's images, one build target each (see docs/kubernetes.md):
+#   docker build --target runner -t kubebench:0.1.0 .        kubebench itself: the runner and dashboard
+#                                                            that `kubebench deploy manifests` starts
+#   docker build --target cnn    -t kubebench/cnn:0.1.0 .    PyTorch (CPU) + kubebench: the examples
+#                                                            pytorch-cnn, mlperf-trainjob, inference,
+#                                                            kubebench-v1-compat
+#   docker build --target mpi    -t kubebench/cnn-mpi:0.1.0 . the cnn image + Open MPI, mpi4py and an SSH
+#                                                            server: mpi-cnn (MPIJob launcher and workers)
+#   docker build --target tf     -t kubebench/tf:0.1.0 .     TensorFlow (CPU) + kubebench: tf-cnn
+# GPU builds of cnn: --build-arg TORCH_INDEX=https://download.pytorch.org/whl/cu124
+ARG PYTHON=python:3.11-slim
 
-ARG EXTRAS=""
+FROM ${PYTHON} AS base
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
-    PIP_DISABLE_PIP_VERSION_CHECK=1 \
-    KUBEBENCH_HOME=/kubebench
-
+    PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /opt/kubebench
 COPY pyproject.toml README.md ./
 COPY src ./src
-RUN pip install ".${EXTRAS:+[$EXTRAS]}" \
- && useradd --uid 1000 --create-home --shell /usr/sbin/nologin kubebench \
- && mkdir -p /kubebench \
- && chown kubebench:kubebench /kubebench
+# A numeric non-root user: PodSecurity `restricted` pods check runAsNonRoot against it.
+RUN useradd --uid 1000 --create-home --shell /usr/sbin/nologin kubebench
 
-# The deploy manifests run it as this user (runAsNonRoot, fsGroup 1000 for the claim).
+FROM base AS runner
+# The store is PostgreSQL in a cluster (SQLite on a shared claim written by several pods is not safe).
+RUN pip install ".[postgres]" && mkdir -p /kubebench && chown kubebench:kubebench /kubebench
+ENV KUBEBENCH_HOME=/kubebench
 USER 1000
 WORKDIR /kubebench
 ENTRYPOINT ["kubebench"]
 CMD ["--help"]
+
+FROM base AS cnn
+ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu
+RUN pip install --extra-index-url "${TORCH_INDEX}" ".[torch]"
+# The examples' own scripts (kubebench-v1-compat's runner.py …) for runs outside `deploy manifests`,
+# which mounts the spec's folder into the job pods instead.
+COPY examples /opt/kubebench/examples
+USER 1000
+WORKDIR /workspace
+
+FROM cnn AS mpi
+USER root
+# mpi-operator v2 reaches the ranks over SSH with the key it mounts at /root/.ssh (its default
+# sshAuthMountPath): the workers run sshd as root, so this image is not for `restricted` namespaces.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends openmpi-bin libopenmpi-dev openssh-server openssh-client gcc \
+ && pip install ".[mpi]" \
+ && apt-get purge -y gcc && apt-get autoremove -y && rm -rf /var/lib/apt/lists/* \
+ && mkdir -p /run/sshd && ssh-keygen -A \
+ && sed -i "s/[ #]\(.*StrictHostKeyChecking \).*/ \1no/g" /etc/ssh/ssh_config \
+ && echo "    UserKnownHostsFile /dev/null" >> /etc/ssh/ssh_config \
+ && sed -i "s/#\(StrictModes \).*/\1no/g" /etc/ssh/sshd_config
+ENV OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+CMD ["/usr/sbin/sshd", "-De"]
+
+FROM base AS tf
+RUN pip install ".[tensorflow]"
+USER 1000
+WORKDIR /workspace

@@ -5,8 +5,9 @@ through the official client against the test suite's API emulator on loopback, w
 stand-in "running" each job for a fixed time without a process (so that only kubebench is measured).
 
 1. API calls to track N concurrent jobs to completion (parallelism N), counted in the emulator's
-   request log, for N = 10 and 100: the list + watch calls that track the jobs stay constant; the
-   calls per job (create, log, delete) grow with jobs; status checks read the watch's cache.
+   request log, for N = 10 and 100: the list + watch calls that track the jobs stay constant (plus
+   the pre-flight check and one node read, once); the calls per job (create, one log stream per
+   container, the final list of its pods, delete) grow with jobs; status checks read the watch's cache.
 2. Overhead per run: N runs one after another; per run, kubebench's wall time minus the time the
    job existed on the "cluster" (from its creation to its completion as the stand-in saw them).
 
@@ -49,12 +50,18 @@ def category(request) -> str:
         return "watch"
     if request.path.endswith("/log"):
         return "log"
+    if request.method == "GET" and "kubebench.io/run=" in request.query.get("labelSelector", ""):
+        return "run pods"  # the final list of a run's pods, once per job
+    if request.method == "GET" and (request.path.count("/") <= 3 or "/nodes/" in request.path
+                                    or request.path.count("/") == 4):
+        return "once"  # pre-flight (discovery, namespace) and the node read for provenance
     return {"POST": "create", "DELETE": "delete"}.get(request.method, "list" if request.path.endswith("s") else "get")
 
 
 def experiment(folder: Path, runs: int, parallelism: int, job_seconds: float, name: str) -> dict:
     """Run one experiment against a fresh emulator; its request counts and timings."""
     emulator = Emulator().start()
+    emulator.namespace("bench")
     home = folder / name
     home.mkdir()
     os.environ["KUBECONFIG"] = str(emulator.kubeconfig(folder / f"{name}.kubeconfig", "bench"))
@@ -92,8 +99,8 @@ def experiment(folder: Path, runs: int, parallelism: int, job_seconds: float, na
 
 def report_calls(result: dict, jobs: int) -> None:
     calls = result["calls"]
-    tracking = calls["list"] + calls["watch"]
-    per_job = calls["create"] + calls["log"] + calls["delete"] + calls["get"]
+    tracking = calls["list"] + calls["watch"] + calls["once"]
+    per_job = calls["create"] + calls["log"] + calls["delete"] + calls["get"] + calls["run pods"]
     print(f"{jobs:>5} {result['max_active']:>7} {sum(calls.values()):>6} {tracking:>9} {per_job:>8} "
           f"{per_job / jobs:>8.2f} {result['checks']:>13}   {dict(sorted(calls.items()))}")
 
@@ -118,8 +125,9 @@ def main() -> None:
             report_calls(results[jobs], jobs)
         big = results[args.jobs]
         print(f"→ {sum(big['calls'].values())} API calls for {args.jobs} concurrent jobs: "
-              f"{big['calls']['list'] + big['calls']['watch']} to track them all (one list + one watch per kind), "
-              f"the rest create, copy logs and delete; {big['checks']} status checks made no call.")
+              f"{big['calls']['list'] + big['calls']['watch'] + big['calls']['once']} to track them all (one list + "
+              "one watch per kind, the pre-flight and node reads), the rest create, stream logs, list a run's "
+              f"pods and delete; {big['checks']} status checks made no call.")
 
         rounds = [experiment(folder, args.runs, 1, 0.0, f"overhead-{i}") for i in range(args.rounds)]
         overhead = statistics.median((r["wall"] - sum(r["active"])) / args.runs for r in rounds)

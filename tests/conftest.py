@@ -1,11 +1,75 @@
-"""Shared fixtures: an isolated KUBEBENCH_HOME and a writer of spec files."""
+"""Shared fixtures (an isolated KUBEBENCH_HOME, a writer of spec files, servers) and the suite's rules:
+under CI a skip that is not on the allow-list (support/skips.py) fails; every test's timeout is scaled
+by KUBEBENCH_TEST_TIME_FACTOR (support/timing.py); the closing counts are written where
+KUBEBENCH_TEST_SUMMARY says (.ci/run prints them last)."""
 
 from __future__ import annotations
 
+import os
 import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
+from support.skips import skip_allowed, under_ci
+from support.timing import time_factor
+
+# No per-example deadline anywhere: many properties do I/O (files, SQLite, subprocesses), and a slow
+# example on a busy machine is not a bug. Each test keeps its own max_examples.
+hypothesis_settings.register_profile("kubebench", deadline=None)
+hypothesis_settings.load_profile("kubebench")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Scale each test's pytest-timeout limit (its own marker, else the configured one) by the time factor."""
+    factor = time_factor()
+    if factor == 1.0:
+        return
+    default = float(config.getini("timeout") or 0)
+    for item in items:
+        marker = item.get_closest_marker("timeout")
+        base = float(marker.args[0]) if marker and marker.args else float(marker.kwargs.get("timeout", default)) if marker else default
+        if base:
+            item.add_marker(pytest.mark.timeout(base * factor), append=False)
+
+
+def _refuse_skip(report, nodeid: str) -> None:
+    """Under CI, a skip not on the allow-list becomes a failure that says which skip and why."""
+    if not (under_ci() and report.skipped and not hasattr(report, "wasxfail")):
+        return
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    if skip_allowed(nodeid, reason):
+        return
+    report.outcome = "failed"
+    report.longrepr = (f"skipped under CI, which is not allowed: {reason}\n"
+                       "(install what it needs, e.g. `make setup-dev`; allowed skips are in tests/support/skips.py)")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call):
+    report = yield
+    _refuse_skip(report, item.nodeid)
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector):
+    report = yield
+    _refuse_skip(report, collector.nodeid)
+    return report
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    """One closing line of counts, printed and written to $KUBEBENCH_TEST_SUMMARY when set."""
+    stats = terminalreporter.stats
+    passed = len(stats.get("passed", []))
+    failed = len(stats.get("failed", [])) + len(stats.get("error", []))
+    skipped = len(stats.get("skipped", []))
+    line = f"{passed} passed, {failed} failed, {skipped} skipped"
+    terminalreporter.write_line(f"kubebench tests: {passed + failed} ran: {line}")
+    if os.environ.get("KUBEBENCH_TEST_SUMMARY"):
+        Path(os.environ["KUBEBENCH_TEST_SUMMARY"]).write_text(f"{passed + failed} ran\n{line}\n", encoding="utf-8")
 
 
 @pytest.fixture
@@ -33,7 +97,6 @@ def write(tmp_path: Path):
 @pytest.fixture(scope="session")
 def browser():
     """Headless Debian Chromium driven by Playwright (required in CI, skipped elsewhere if absent)."""
-    import os
     import shutil
 
     executable = os.environ.get("KUBEBENCH_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
@@ -64,8 +127,6 @@ def postgres_server():
 
     Without the binaries: a failure in CI (CI=true), a skip elsewhere.
     """
-    import os
-
     from kubebench.testing.postgres import PostgresServer, PostgresUnavailable
 
     try:

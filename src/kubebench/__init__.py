@@ -13,7 +13,9 @@ __version__ = "0.1.0"
 
 #: Prefix of the metric line protocol read from every replica's log (see README, "Metrics").
 METRIC_LINE_PREFIX = "KUBEBENCH_METRIC"
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:/-]*$")
+#: What a metric's name may be: in the protocol, in the spec's ``metrics:`` and as a result.json key.
+METRIC_NAME = r"[A-Za-z_][A-Za-z0-9_.:/-]*"
+_NAME = re.compile(f"^{METRIC_NAME}$")
 
 
 def report(**metrics: float) -> None:

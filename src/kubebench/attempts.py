@@ -24,23 +24,29 @@ from .errors import BackendError, InfrastructureError, StorageError, StoreError
 from .monitor.recorder import RunTelemetry
 from .monitor.reporters import report_run
 from .paths import RunPaths
-from .provenance import job_images, machine, workload
+from .provenance import workload
 from .storage.runs import run_location, shared_storage, upload_run, write_run_record
 from .store.records import RunResult
-from .store.store import Store
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the store (SQLAlchemy) is handed in: a dry run never loads it
     from .plan.plan import Run
     from .render.job import RenderedJob
-    from .runner import Experiment
+    from .experiment import Experiment
+    from .store.store import Store
 
 log = logging.getLogger("kubebench")
 LOG_TAIL_LINES = 20
+#: Characters kept of each line of that tail (its end): a log of one huge line stays a short tail.
+LOG_TAIL_LINE_CHARS = 2_000
 CANCELLED = "cancelled by the user"
 #: The reason of a run found ``running`` by a runner resuming its experiment (and of that attempt).
 INTERRUPTED = "interrupted: its runner stopped during the run (killed?); redone on resume"
 #: The run's info key of what the backend found still running once the job had ended.
 LEFTOVER_WARNING = "leftover_warning"
+#: Seconds a run's job waited to be admitted (Kueue), a metric of the run apart from its own time.
+QUEUE_KEY = "queue_seconds"
+#: Info key of what the backend could not collect (a log it could not read): the run's outcome stands.
+LOG_WARNING_KEY = "log_warning"
 #: Seconds before the second attempt of a run; doubled for each further one, up to the cap.
 RETRY_DELAY_S, RETRY_DELAY_MAX_S = 1.0, 30.0
 
@@ -55,7 +61,12 @@ def execute_run(experiment: Experiment, backend: Backend, store: Store, run: Run
     retries = experiment.loaded.spec.retries
     attempt = 1
     while True:
-        result, infrastructure = _attempt(experiment, backend, store, run, leftover)
+        try:
+            result, infrastructure = _attempt(experiment, backend, store, run, leftover)
+        except (StorageError, StoreError):
+            raise  # the next runs would fail the same way: the experiment stops (a resume redoes this one)
+        except Exception as e:  # a bug, or an input no check foresaw: this run fails, the next ones go on
+            result, infrastructure = _broken(run, e), False
         store.finish_run(result)
         if result.status == "succeeded" or not infrastructure or attempt > retries:
             return result
@@ -79,20 +90,27 @@ def _attempt(experiment: Experiment, backend: Backend, store: Store, run: Run,
     store.start_run(run.id, run_location(storage, paths))
     handle = None
     telemetry = RunTelemetry(spec.telemetry, experiment.plan.experiment_id, run.id)
+    warnings: list[str] = []
     try:
-        handle = backend.submit(job, backend.job_paths(paths))
-        telemetry.start(handle)  # telemetry: from submit to the end of wait
+        handle = backend.submit(job, paths)
+        telemetry.start(backend.telemetry(handle))  # telemetry: from submit to the end of wait
         outcome = backend.wait(handle, spec.timeout)
         telemetry.stop()
-        backend.logs(handle, paths)
+        warnings = backend.collect(handle, paths)  # logs are copied before anything is released
     except BackendError as e:
         outcome = Outcome("failed", None, str(e), isinstance(e, InfrastructureError))
+    except Exception as e:  # not the backend's own error: the job, if it started, must not outlive the run
+        _cancel_quietly(backend, handle)
+        outcome = Outcome("failed", None, _unexpected(e))
     except KeyboardInterrupt:
         store.finish_run(RunResult(run_id=run.id, status="cancelled", reason=CANCELLED, finished_at=time.time()))
         raise
     finally:
         telemetry.stop()
+        if handle is not None:
+            _release(backend, handle)
     result = _result(experiment, run, paths, outcome, job, _provenance(experiment, backend, job, handle))
+    result = _with_backend_notes(result, outcome, warnings)
     result = telemetry.record(store, result)  # series stored; summaries added to the metrics
     _write_record(store, paths, result)
     infrastructure = outcome.infrastructure and result.status != "succeeded"
@@ -104,6 +122,27 @@ def _attempt(experiment: Experiment, backend: Backend, store: Store, run: Run,
     if spec.report:
         result = report_run(spec.report, _context(experiment, run, paths, job), result)
     return result, infrastructure
+
+
+def _unexpected(error: Exception) -> str:
+    log.debug("unexpected error during a run", exc_info=error)
+    return f"kubebench could not run it: {type(error).__name__}: {error}"
+
+
+def _broken(run: Run, error: Exception) -> RunResult:
+    """The result of a run that an unexpected error stopped: failed, with the error as its reason."""
+    reason = _unexpected(error)
+    log.warning("run %s failed: %s", run.id, reason)
+    return RunResult(run_id=run.id, status="failed", reason=reason, finished_at=time.time())
+
+
+def _cancel_quietly(backend: Backend, handle: object) -> None:
+    if handle is None:
+        return
+    try:
+        backend.cancel(handle)
+    except Exception as e:  # noqa: BLE001 (already failing: the first error is the one reported)
+        log.warning("could not cancel a job after an error: %s", e)
 
 
 def _prepare(paths: RunPaths, job: RenderedJob, run: Run) -> None:
@@ -153,18 +192,34 @@ def dump_yaml(data: object) -> str:
     return yaml.dump(data, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False)
 
 
+def _release(backend: Backend, handle: object) -> None:
+    try:
+        backend.release(handle)
+    except BackendError as e:  # the run's outcome stands; what is left is the backend's to report
+        log.warning("could not release the job of an attempt: %s", e)
+
+
 def _provenance(experiment: Experiment, backend: Backend, job: RenderedJob, handle: object) -> dict:
-    """Machine and software of this runner, the workload's commit, and where the backend ran the job."""
-    kind = experiment.loaded.spec.backend.kind
-    data = {**machine(), **workload(job.workdir), "backend": kind}
-    if kind != "local" and job_images(job.manifest):
-        data["image"] = ", ".join(job_images(job.manifest))
+    """Where the backend ran the job (machine, node, image …), the workload's commit, the backend."""
+    data = {**workload(job.workdir), "backend": experiment.loaded.spec.backend.kind}
     if handle is not None:
         try:
             data.update(backend.provenance(handle))
         except BackendError:
             pass  # provenance is best effort: the run's numbers still count
     return data
+
+
+def _with_backend_notes(result: RunResult, outcome: Outcome, warnings: list[str]) -> RunResult:
+    """The run with what the backend measured apart (queue time) and what it could not do (warnings)."""
+    info, metrics = dict(result.info), dict(result.metrics)
+    if outcome.queued_seconds is not None:
+        info[QUEUE_KEY] = f"{outcome.queued_seconds:.3f}"
+        if result.status == "succeeded":
+            metrics.setdefault(QUEUE_KEY, round(outcome.queued_seconds, 3))
+    if warnings:
+        info[LOG_WARNING_KEY] = "; ".join(warnings)
+    return result.model_copy(update={"info": info, "metrics": metrics})
 
 
 def _result(experiment: Experiment, run: Run, paths: RunPaths, outcome: Outcome, job: RenderedJob,
@@ -187,7 +242,9 @@ def _result(experiment: Experiment, run: Run, paths: RunPaths, outcome: Outcome,
 
 
 def log_tail(output: Path, reason: str) -> str:
-    """The end of the log of the replica named in ``reason`` (else of rank 0); empty if unreadable."""
+    """The end of the log of the replica named in ``reason`` (else of rank 0); empty if unreadable.
+
+    Only the last 64 kB are read, and each line keeps its last ``LOG_TAIL_LINE_CHARS`` characters."""
     try:
         logs = replica_logs(output)
         if not logs:
@@ -199,4 +256,5 @@ def log_tail(output: Path, reason: str) -> str:
             lines = f.read().decode("utf-8", errors="replace").splitlines()
     except OSError:
         return ""
-    return "\n".join(lines[-LOG_TAIL_LINES:])
+    return "\n".join(line if len(line) <= LOG_TAIL_LINE_CHARS else "…" + line[-LOG_TAIL_LINE_CHARS:]
+                     for line in lines[-LOG_TAIL_LINES:])

@@ -1,18 +1,29 @@
 """Manifests that run kubebench itself inside a cluster (pure; printed by ``kubebench deploy manifests``).
 
-What they create, in one namespace:
+What a platform team applies, in one namespace:
 
-- a PersistentVolumeClaim, the shared storage: kubebench's home (store and experiments) and the
-  volume every job's replicas mount;
-- a ServiceAccount with a least-privilege Role: create, read, watch and delete the job kinds
-  kubebench runs, and read pods and their logs — nothing else;
-- a ConfigMap with the benchmark spec (when one is given; else create it with ``kubectl create
-  configmap kubebench-spec --from-file=benchmark.yaml``);
-- a Job that runs ``kubebench run`` on that spec with the Kubernetes backend.
+- the Namespace (PodSecurity ``restricted`` warnings on), a ReadWriteMany claim for the runs' folders
+  and the data; job pods mount only their own run's folder of it (see ``backend.storage.isolate``);
+- PostgreSQL as the results store — a StatefulSet reachable only from kubebench's pods — or an
+  external server (``store_url``). SQLite on a shared NFS claim written by several pods is not safe;
+- a ServiceAccount with a least-privilege Role (the job kinds' five verbs, pods, their logs and
+  events, the claim, Kueue queues) and, unless ``node_access`` is off, a ClusterRole to read nodes
+  (the GPU product and instance type of a run's provenance);
+- a ConfigMap with the spec and every file beside it (parameters, templates, post-processing scripts);
+- the runner: a Job ``kubebench-run-<id>`` running ``kubebench run --id <id>``, whose restarts
+  resume the same experiment (an exit 1 for failed runs or 2 for a bad spec ends it), or a CronJob
+  (``schedule``) starting a new experiment each time;
+- the dashboard, read-only: a Deployment and a Service on the same store and claim.
+
+Every pod is PodSecurity ``restricted``-compliant (non-root without a fixed uid, no privilege
+escalation, all capabilities dropped, the RuntimeDefault seccomp profile; PostgreSQL runs as the
+image's uid 999) and opts out of Istio sidecar injection, which a Kubeflow profile namespace turns on.
 """
 
 from __future__ import annotations
 
+import hashlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,91 +34,242 @@ SPEC_CONFIGMAP = "kubebench-spec"
 SPEC_MOUNT = "/etc/kubebench/spec"
 HOME_MOUNT = "/kubebench"
 DEFAULT_IMAGE = f"kubebench:{__version__}"
+POSTGRES = f"{NAME}-postgres"
+POSTGRES_IMAGE = "postgres:16"
+DASHBOARD_PORT = 8080
 #: The job kinds kubebench creates, by API group (plural resource names).
 JOB_RESOURCES = {
     "kubeflow.org": ["pytorchjobs", "tfjobs", "mpijobs", "xgboostjobs", "paddlejobs", "jaxjobs"],
     "trainer.kubeflow.org": ["trainjobs"],
     "batch": ["jobs"],
 }
-#: Exactly the verbs the Kubernetes backend uses.
+#: Exactly the verbs the Kubernetes backend uses on its jobs.
 JOB_VERBS = ["create", "get", "list", "watch", "delete"]
+#: Files of a spec's folder that go into the spec ConfigMap (a ConfigMap holds at most 1 MiB).
+SPEC_FILES_MAX_BYTES = 900_000
+ISTIO_OPT_OUT = {"sidecar.istio.io/inject": "false"}
 
 
-def manifests(namespace: str = NAME, image: str = DEFAULT_IMAGE, storage_size: str = "10Gi",
-              storage_class: str | None = None, spec_files: dict[str, str] | None = None,
-              spec_name: str = "benchmark.yaml") -> list[dict[str, Any]]:
-    """Every object to apply, in apply order; ``spec_files`` (name → text) become the spec ConfigMap."""
-    labels = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/version": __version__}
-    docs = [
-        _claim(namespace, labels, storage_size, storage_class),
-        _object("v1", "ServiceAccount", NAME, namespace, labels),
-        {**_object("rbac.authorization.k8s.io/v1", "Role", NAME, namespace, labels), "rules": _rules()},
-        {
-            **_object("rbac.authorization.k8s.io/v1", "RoleBinding", NAME, namespace, labels),
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": NAME},
-            "subjects": [{"kind": "ServiceAccount", "name": NAME, "namespace": namespace}],
-        },
-    ]
-    if spec_files:
-        docs.append({**_object("v1", "ConfigMap", SPEC_CONFIGMAP, namespace, labels), "data": dict(spec_files)})
-    docs.append(_runner_job(namespace, labels, image, spec_name))
+@dataclass(frozen=True)
+class Options:
+    """What ``kubebench deploy manifests`` is asked for."""
+
+    namespace: str = NAME
+    image: str = DEFAULT_IMAGE
+    storage_size: str = "10Gi"
+    storage_class: str | None = None
+    spec_files: dict[str, str] | None = None
+    spec_name: str = "benchmark.yaml"
+    #: The experiment the runner Job runs (and resumes after a restart); default: from the spec.
+    experiment_id: str | None = None
+    #: An external PostgreSQL (SQLAlchemy URL); unset: a PostgreSQL StatefulSet in the namespace.
+    store_url: str | None = None
+    #: Cron schedule: a CronJob starting a new experiment each time, instead of the runner Job.
+    schedule: str | None = None
+    dashboard: bool = True
+    node_access: bool = True
+    postgres_image: str = POSTGRES_IMAGE
+    postgres_size: str = "5Gi"
+
+
+def manifests(options: Options | None = None, **given: Any) -> list[dict[str, Any]]:
+    """Every object to apply, in apply order."""
+    o = options or Options(**given)
+    labels = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": NAME, "app.kubernetes.io/version": __version__}
+    docs = [_namespace(o.namespace, labels), _claim(o, labels), _object("v1", "ServiceAccount", NAME, o.namespace, labels),
+            {**_object("rbac.authorization.k8s.io/v1", "Role", NAME, o.namespace, labels), "rules": _rules()},
+            _binding("RoleBinding", "Role", NAME, o.namespace, labels)]
+    if o.node_access:
+        docs += [{**_object("rbac.authorization.k8s.io/v1", "ClusterRole", f"{NAME}-{o.namespace}-nodes", None, labels),
+                  "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}]},
+                 _binding("ClusterRoleBinding", "ClusterRole", f"{NAME}-{o.namespace}-nodes", o.namespace, labels)]
+    if o.store_url is None:
+        docs += _postgres(o, labels)
+    if o.spec_files:
+        docs.append({**_object("v1", "ConfigMap", SPEC_CONFIGMAP, o.namespace, labels), "data": dict(o.spec_files)})
+    docs.append(_cron_job(o, labels) if o.schedule else _runner_job(o, labels))
+    if o.dashboard:
+        docs += _dashboard(o, labels)
     return docs
 
 
-def spec_files_of(spec: Path) -> dict[str, str]:
-    """The spec file and, when it names one, its job template, for the spec ConfigMap."""
-    import yaml
+def store_url(options: Options) -> str:
+    """The store every kubebench pod uses."""
+    return options.store_url or f"postgresql+psycopg://{NAME}@{POSTGRES}.{options.namespace}.svc:5432/{NAME}"
 
-    files = {spec.name: spec.read_text(encoding="utf-8")}
-    template = ((yaml.safe_load(files[spec.name]) or {}).get("job") or {}).get("template")
-    if template and (spec.parent / template).is_file() and "/" not in template:
-        files[template] = (spec.parent / template).read_text(encoding="utf-8")
+
+def experiment_id(options: Options) -> str:
+    """The runner Job's experiment: given, else the spec's name and a digest of its files."""
+    if options.experiment_id:
+        return options.experiment_id
+    text = "".join(f"{k}\0{v}\0" for k, v in sorted((options.spec_files or {}).items()))
+    name = "".join(c if c.isalnum() else "-" for c in Path(options.spec_name).stem.lower()).strip("-") or "bench"
+    return f"{name[:40]}-{hashlib.sha256(text.encode()).hexdigest()[:10]}"
+
+
+def spec_files_of(spec: Path) -> dict[str, str]:
+    """The spec and every text file beside it (parameters, templates, scripts), for the spec ConfigMap."""
+    from .errors import SpecError
+
+    files, total = {spec.name: spec.read_text(encoding="utf-8")}, 0
+    for path in sorted(spec.parent.iterdir()):
+        if path == spec or not path.is_file() or path.name.startswith(".") or path.suffix in (".pyc", ".db"):
+            continue
+        try:
+            files[path.name] = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue  # binary files are not part of a spec
+    total = sum(len(text.encode()) for text in files.values())
+    if total > SPEC_FILES_MAX_BYTES:
+        raise SpecError(f"{spec.parent}: the spec's folder holds {total} bytes of files, more than a ConfigMap "
+                        "takes: keep only the spec, its parameters, templates and scripts there")
     return files
 
 
-def _object(api_version: str, kind: str, name: str, namespace: str, labels: dict[str, str]) -> dict[str, Any]:
-    return {"apiVersion": api_version, "kind": kind,
-            "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)}}
+def _object(api_version: str, kind: str, name: str, namespace: str | None, labels: dict[str, str]) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "labels": dict(labels)}
+    if namespace:
+        meta["namespace"] = namespace
+    return {"apiVersion": api_version, "kind": kind, "metadata": meta}
 
 
-def _claim(namespace: str, labels: dict[str, str], size: str, storage_class: str | None) -> dict[str, Any]:
+def _namespace(namespace: str, labels: dict[str, str]) -> dict[str, Any]:
+    doc = _object("v1", "Namespace", namespace, None, labels)
+    # Warn (not enforce): the benchmark jobs' own pods (an MPI image's sshd …) are the user's choice.
+    doc["metadata"]["labels"] |= {"pod-security.kubernetes.io/warn": "restricted", "pod-security.kubernetes.io/audit": "restricted"}
+    return doc
+
+
+def _binding(kind: str, role_kind: str, name: str, namespace: str, labels: dict[str, str]) -> dict[str, Any]:
+    return {**_object("rbac.authorization.k8s.io/v1", kind, name, namespace if kind == "RoleBinding" else None, labels),
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": NAME, "namespace": namespace}]}
+
+
+def _claim(o: Options, labels: dict[str, str]) -> dict[str, Any]:
     # ReadWriteMany: replicas of one job, and kubebench, may run on different nodes.
-    spec: dict[str, Any] = {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": size}}}
-    if storage_class:
-        spec["storageClassName"] = storage_class
-    return {**_object("v1", "PersistentVolumeClaim", NAME, namespace, labels), "spec": spec}
+    spec: dict[str, Any] = {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": o.storage_size}}}
+    if o.storage_class:
+        spec["storageClassName"] = o.storage_class
+    return {**_object("v1", "PersistentVolumeClaim", NAME, o.namespace, labels), "spec": spec}
 
 
 def _rules() -> list[dict[str, Any]]:
     rules = [{"apiGroups": [group], "resources": list(plurals), "verbs": list(JOB_VERBS)}
              for group, plurals in JOB_RESOURCES.items()]
-    rules.append({"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]})
-    rules.append({"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]})
+    rules += [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "delete"]},
+              {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
+              {"apiGroups": [""], "resources": ["events"], "verbs": ["list"]},
+              {"apiGroups": [""], "resources": ["persistentvolumeclaims"], "verbs": ["get"]},
+              {"apiGroups": ["kueue.x-k8s.io"], "resources": ["localqueues"], "verbs": ["get"]}]
     return rules
 
 
-def _runner_job(namespace: str, labels: dict[str, str], image: str, spec_name: str) -> dict[str, Any]:
-    container = {
-        "name": NAME,
-        "image": image,
-        "command": ["kubebench", "run", f"{SPEC_MOUNT}/{spec_name}", "--backend", "kubernetes"],
-        # The claim is kubebench's home: the SQLite store and the experiments the jobs write into.
-        "env": [{"name": "KUBEBENCH_HOME", "value": HOME_MOUNT}],
-        "volumeMounts": [{"name": "home", "mountPath": HOME_MOUNT},
-                         {"name": "spec", "mountPath": SPEC_MOUNT, "readOnly": True}],
+def _restricted(container: dict[str, Any]) -> dict[str, Any]:
+    container["securityContext"] = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
+                                    "runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
+    return container
+
+
+def _pod(o: Options, labels: dict[str, str], containers: list[dict[str, Any]], volumes: list[dict[str, Any]],
+         restart: str | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"serviceAccountName": NAME, "containers": containers, "volumes": volumes,
+                            "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}}
+    if restart:
+        spec["restartPolicy"] = restart
+    return {"metadata": {"labels": dict(labels), "annotations": dict(ISTIO_OPT_OUT)}, "spec": spec}
+
+
+def _kubebench(o: Options, name: str, args: list[str], read_only: bool = False) -> dict[str, Any]:
+    mounts = [{"name": "home", "mountPath": HOME_MOUNT, **({"readOnly": True} if read_only else {})}]
+    env = [{"name": "KUBEBENCH_HOME", "value": HOME_MOUNT}, {"name": "KUBEBENCH_STORE", "value": store_url(o)}]
+    if o.spec_files:
+        mounts.append({"name": "spec", "mountPath": SPEC_MOUNT, "readOnly": True})
+        # The jobs' pods get the spec's folder too, as their working directory (its scripts run there).
+        env += [{"name": "KUBEBENCH_SPEC_CONFIGMAP", "value": SPEC_CONFIGMAP}, {"name": "KUBEBENCH_SPEC_DIR", "value": SPEC_MOUNT}]
+    return _restricted({
+        "name": name, "image": o.image, "command": ["kubebench", *args], "env": env,
+        "volumeMounts": mounts,
         "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "2Gi"}},
-        "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
-    }
-    pod = {
-        "metadata": {"labels": dict(labels)},
-        "spec": {
-            "serviceAccountName": NAME,
-            "restartPolicy": "Never",
-            "securityContext": {"runAsNonRoot": True, "runAsUser": 1000, "fsGroup": 1000},
-            "containers": [container],
-            "volumes": [{"name": "home", "persistentVolumeClaim": {"claimName": NAME}},
-                        {"name": "spec", "configMap": {"name": SPEC_CONFIGMAP}}],
-        },
-    }
-    return {**_object("batch/v1", "Job", f"{NAME}-run", namespace, labels),
-            "spec": {"backoffLimit": 0, "ttlSecondsAfterFinished": 86400, "template": pod}}
+    })
+
+
+def _volumes(o: Options) -> list[dict[str, Any]]:
+    volumes = [{"name": "home", "persistentVolumeClaim": {"claimName": NAME}}]
+    if o.spec_files:
+        volumes.append({"name": "spec", "configMap": {"name": SPEC_CONFIGMAP}})
+    return volumes
+
+
+def _run_args(o: Options, with_id: bool) -> list[str]:
+    args = ["run", f"{SPEC_MOUNT}/{o.spec_name}", "--backend", "kubernetes"]
+    return args + (["--id", experiment_id(o)] if with_id else [])
+
+
+def _runner_job(o: Options, labels: dict[str, str]) -> dict[str, Any]:
+    exp = experiment_id(o)
+    pod = _pod(o, labels | {"app.kubernetes.io/component": "runner"}, [_kubebench(o, NAME, _run_args(o, True))],
+               _volumes(o), "Never")
+    # A runner killed (node drained, OOM) is started again and resumes the experiment; one that ran
+    # to its end (1: runs failed, 2: a bad spec) is not.
+    failure = {"rules": [{"action": "FailJob", "onExitCodes": {"containerName": NAME, "operator": "In", "values": [1, 2]}},
+                         {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]}
+    return {**_object("batch/v1", "Job", f"{NAME}-run-{exp}"[:63].rstrip("-"), o.namespace, labels),
+            "spec": {"backoffLimit": 6, "podFailurePolicy": failure, "ttlSecondsAfterFinished": 7 * 86400,
+                     "template": pod}}
+
+
+def _cron_job(o: Options, labels: dict[str, str]) -> dict[str, Any]:
+    pod = _pod(o, labels | {"app.kubernetes.io/component": "runner"}, [_kubebench(o, NAME, _run_args(o, False))],
+               _volumes(o), "Never")
+    job = {"backoffLimit": 0, "ttlSecondsAfterFinished": 7 * 86400, "template": pod}
+    return {**_object("batch/v1", "CronJob", f"{NAME}-scheduled", o.namespace, labels),
+            "spec": {"schedule": o.schedule, "concurrencyPolicy": "Forbid", "successfulJobsHistoryLimit": 3,
+                     "failedJobsHistoryLimit": 3, "jobTemplate": {"spec": job}}}
+
+
+def _dashboard(o: Options, labels: dict[str, str]) -> list[dict[str, Any]]:
+    web = labels | {"app.kubernetes.io/component": "dashboard"}
+    container = _kubebench(o, "dashboard", ["serve", "--host", "0.0.0.0", "--port", str(DASHBOARD_PORT), "--read-only"],
+                           read_only=True)
+    container["ports"] = [{"name": "http", "containerPort": DASHBOARD_PORT}]
+    container["readinessProbe"] = {"httpGet": {"path": "/api/experiments", "port": "http"}, "periodSeconds": 10}
+    selector = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/component": "dashboard"}
+    deployment = {**_object("apps/v1", "Deployment", f"{NAME}-dashboard", o.namespace, labels),
+                  "spec": {"replicas": 1, "selector": {"matchLabels": selector},
+                           "template": _pod(o, web, [container], _volumes(o))}}
+    service = {**_object("v1", "Service", f"{NAME}-dashboard", o.namespace, labels),
+               "spec": {"selector": selector, "ports": [{"name": "http", "port": 80, "targetPort": "http"}]}}
+    return [deployment, service]
+
+
+def _postgres(o: Options, labels: dict[str, str]) -> list[dict[str, Any]]:
+    db = labels | {"app.kubernetes.io/component": "store"}
+    selector = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/component": "store"}
+    container = _restricted({
+        "name": "postgres", "image": o.postgres_image, "ports": [{"name": "postgres", "containerPort": 5432}],
+        # Only kubebench's own pods reach it (the NetworkPolicy below): no password to keep in sync.
+        "env": [{"name": "POSTGRES_USER", "value": NAME}, {"name": "POSTGRES_DB", "value": NAME},
+                {"name": "POSTGRES_HOST_AUTH_METHOD", "value": "trust"},
+                {"name": "PGDATA", "value": "/var/lib/postgresql/data/pgdata"}],
+        "volumeMounts": [{"name": "data", "mountPath": "/var/lib/postgresql/data"},
+                         {"name": "run", "mountPath": "/var/run/postgresql"}],
+        "readinessProbe": {"exec": {"command": ["pg_isready", "-U", NAME]}, "periodSeconds": 5},
+        "resources": {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
+    })
+    pod = _pod(o, db, [container], [{"name": "run", "emptyDir": {}}])
+    pod["spec"].pop("serviceAccountName")
+    # The image's postgres user: the one place a uid is fixed (the data folder belongs to it).
+    pod["spec"]["securityContext"] |= {"runAsUser": 999, "runAsGroup": 999, "fsGroup": 999}
+    claim = {"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"],
+                                                     "resources": {"requests": {"storage": o.postgres_size}}}}
+    statefulset = {**_object("apps/v1", "StatefulSet", POSTGRES, o.namespace, labels),
+                   "spec": {"serviceName": POSTGRES, "replicas": 1, "selector": {"matchLabels": selector},
+                            "template": pod, "volumeClaimTemplates": [claim]}}
+    service = {**_object("v1", "Service", POSTGRES, o.namespace, labels),
+               "spec": {"selector": selector, "ports": [{"name": "postgres", "port": 5432, "targetPort": "postgres"}]}}
+    policy = {**_object("networking.k8s.io/v1", "NetworkPolicy", POSTGRES, o.namespace, labels),
+              "spec": {"podSelector": {"matchLabels": selector}, "policyTypes": ["Ingress"],
+                       "ingress": [{"from": [{"podSelector": {"matchLabels": {"app.kubernetes.io/part-of": NAME}}}],
+                                    "ports": [{"port": 5432}]}]}}
+    return [service, statefulset, policy]

@@ -45,6 +45,12 @@ class IdError(KubebenchError):
     """An experiment, trial or run id outside the id grammar (see ``kubebench.ids``)."""
 
 
+class PreflightError(KubebenchError):
+    """Where the jobs would run cannot run them at all (no cluster configured or reachable, an
+    operator not installed, a namespace missing): one error before anything starts, not a failed run
+    per job."""
+
+
 class BusyError(KubebenchError):
     """Another kubebench process is running the same experiment."""
 

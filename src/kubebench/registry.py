@@ -40,9 +40,17 @@ _BUILTINS: dict[str, dict[str, str]] = {
 def names(group: str) -> dict[str, str]:
     """Map every plugin name of ``group`` to its ``module:attribute`` reference."""
     found = dict(_BUILTINS.get(group, {}))
-    for ep in entry_points(group=f"kubebench.{group}"):
+    for ep in _entry_points().select(group=f"kubebench.{group}"):
         found.setdefault(ep.name, ep.value)
     return found
+
+
+@cache
+def _entry_points() -> Any:
+    # Every call of entry_points() reads the metadata of every installed distribution; loading a
+    # spec asks for three groups, so read them once (~10 ms each with 170 distributions). Python
+    # 3.12 returns EntryPoints, 3.11 SelectableGroups: both have select(group=…).
+    return entry_points()
 
 
 def load(group: str, name: str) -> Any:

@@ -9,23 +9,26 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, replace
-from typing import Callable, Protocol
+from dataclasses import replace
+from typing import TYPE_CHECKING, Callable, Protocol
 
 from . import ids, registry
 from .attempts import INTERRUPTED, dump_yaml, execute_run, log_tail  # noqa: F401  (dump_yaml, log_tail: API)
 from .backends.base import Backend
 from .cancel import Cancel
+from .experiment import Experiment
 from .locks import ExperimentLock
-from .paths import RunPaths
 from .plan.adaptive import next_round
 from .plan.plan import Plan, Run, make_plan, new_experiment_id
-from .render.job import RenderedJob, job_fingerprint, render_run
+from .render.job import job_fingerprint
+from .render.sandbox import time_budget
 from .settings import Settings
 from .storage.runs import shared_storage
 from .spec.model import AdaptiveRepeats, LoadedSpec
 from .store.records import ExperimentRecord, RunResult
-from .store.store import Store
+
+if TYPE_CHECKING:  # the store (SQLAlchemy) is handed in: a dry run never loads it
+    from .store.store import Store
 
 
 class Progress(Protocol):
@@ -42,30 +45,6 @@ class _Silent:
     def run_started(self, run: Run) -> None: ...
     def run_finished(self, run: Run, result: RunResult) -> None: ...
     def added(self, runs: int) -> None: ...
-
-
-@dataclass(frozen=True)
-class Experiment:
-    """A planned experiment: its spec, plan, backend and where its runs live."""
-
-    loaded: LoadedSpec
-    plan: Plan
-    settings: Settings
-    #: Adaptive repeats in force (``None`` for a fixed number, or when ``--repeats`` overrides).
-    adaptive: AdaptiveRepeats | None = None
-
-    def local_paths(self, run: Run) -> RunPaths:
-        """The run's folders as kubebench sees them."""
-        data_root = self.loaded.spec.data_root
-        data = self.loaded.base_dir / data_root if data_root else self.settings.data_root
-        return RunPaths(self.settings.experiments_root, data, self.plan.experiment_id, run.id)
-
-    def render(self, run: Run, backend: Backend) -> RenderedJob:
-        """The run's job, with the environment pointing at its folders as the job sees them."""
-        paths = backend.job_paths(self.local_paths(run))
-        job = render_run(self.loaded, run, self.plan.experiment_id, paths.env(run.trial.id, run.repeat))
-        backend.prepare(job.manifest, paths)  # in place: what the backend adds (volumes, service account…)
-        return job
 
 
 def plan_experiment(loaded: LoadedSpec, settings: Settings, experiment_id: str | None = None,
@@ -126,7 +105,7 @@ def record_experiment(experiment: Experiment, store: Store) -> ExperimentRecord:
 
 def _execute(experiment: Experiment, store: Store, progress: Progress, width: int, cancel: Cancel,
              backend: Backend) -> None:
-    plan, spec = experiment.plan, experiment.loaded.spec
+    plan = experiment.plan
     record = record_experiment(experiment, store)
     # We hold the experiment's lock: a run still `running` was left so by a runner that is gone.
     store.interrupt_running(plan.experiment_id, INTERRUPTED)
@@ -200,12 +179,17 @@ def _in_parallel(runs: list[Run], width: int, one: Callable[[Run], None], backen
 
 
 def validate(experiment: Experiment, backend: Backend) -> None:
-    """Render one run of every trial before anything runs, so that spec errors stop the start."""
+    """Render one run of every trial before anything runs, so that spec errors stop the start
+    (all of them within one time budget: ``limits.RENDER_SECONDS``), and let the backend check it can
+    run those jobs at all (``Backend.check``)."""
     seen: set[str] = set()
-    for run in experiment.plan.runs:
-        if run.trial.id not in seen:
-            seen.add(run.trial.id)
-            experiment.render(run, backend)
+    manifests = []
+    with time_budget():
+        for run in experiment.plan.runs:
+            if run.trial.id not in seen:
+                seen.add(run.trial.id)
+                manifests.append(experiment.render(run, backend).manifest)
+    backend.check(manifests)
     storage = shared_storage(experiment.settings, experiment.loaded.spec.storage, experiment.loaded.base_dir)
     if storage is not None:
         storage.check()  # a missing bucket or a read-only folder stops the start, not every run

@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import special
 from scipy import stats as sps
@@ -107,6 +107,7 @@ def test_to_dict_is_valid_json_with_nan_as_null() -> None:
     assert back["stdev"] is None and back["ci_low"] is None
 
 
+@settings(deadline=None)  # no per-example time limit: a busy machine is not a failure
 @given(st.lists(st.floats(min_value=0.1, max_value=1e6), min_size=2, max_size=30))
 def test_summary_invariants(values: list[float]) -> None:
     s = summarize(values)
@@ -202,6 +203,7 @@ _MEASUREMENTS = st.one_of(
 )
 
 
+@settings(deadline=None)
 @given(
     st.lists(_MEASUREMENTS, max_size=40),
     st.integers(min_value=0, max_value=5),
@@ -247,10 +249,10 @@ def test_summary_accepts_any_iterable_of_numbers() -> None:
     assert all(type(v) is float for v in floats)  # plain floats, not NumPy scalars
 
 
-def test_summary_of_huge_values_overflows_to_inf_without_raising() -> None:
+def test_summary_of_huge_values_does_not_overflow() -> None:
     s = summarize([1e308, 1e308, 1e308])
     assert s.n == 3 and s.min == s.max == s.olympic_mean == 1e308
-    assert math.isinf(s.mean)  # like NumPy's sum
+    assert s.mean == s.median == 1e308  # not inf as NumPy's sum gives (review 2026-11-30, finding 12)
 
 
 def test_olympic_mean_sorts_nan_last_like_numpy() -> None:

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support.timing import scaled, wait_for
 
 from kubebench.backends.local import LocalBackend, LocalConfig, plan_launches
 from kubebench.paths import RunPaths
@@ -70,7 +71,7 @@ def submit(tmp_path: Path, kind: str, workers: int, code: str, grace: float = 1.
 
 def test_success_writes_one_log_per_replica(tmp_path: Path) -> None:
     backend, handle, paths = submit(tmp_path, "PyTorchJob", 2, "import os; print('rank', os.environ['RANK'])")
-    outcome = backend.wait(handle, timeout=30)
+    outcome = backend.wait(handle, timeout=scaled(30))
     assert (outcome.state, outcome.exit_code) == ("succeeded", 0)
     assert (Path(paths.output) / "master-0.log").read_text().strip() == "rank 0"
     assert (Path(paths.output) / "worker-0.log").read_text().strip() == "rank 1"
@@ -80,17 +81,17 @@ def test_one_failing_replica_fails_the_job_and_stops_the_others(tmp_path: Path) 
     code = "import os, sys, time\nif os.environ['RANK'] == '1': sys.exit(3)\ntime.sleep(60)"
     backend, handle, _ = submit(tmp_path, "PyTorchJob", 2, code)
     started = time.monotonic()
-    outcome = backend.wait(handle, timeout=30)
+    outcome = backend.wait(handle, timeout=scaled(30))
     assert outcome.state == "failed"
     assert outcome.exit_code == 3
     assert outcome.reason == "worker-0 exited with code 3"
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < scaled(10)  # the master's sleep(60) was cut short
     assert all(p.poll() is not None for _, p in handle.processes)
 
 
 def test_signal_is_reported(tmp_path: Path) -> None:
     backend, handle, _ = submit(tmp_path, "Process", 1, "import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
-    outcome = backend.wait(handle, timeout=30)
+    outcome = backend.wait(handle, timeout=scaled(30))
     assert outcome.state == "failed"
     assert outcome.exit_code == 137
     assert "SIGKILL" in outcome.reason
@@ -117,14 +118,12 @@ def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
         "time.sleep(60)"
     )
     backend, handle, _ = submit(tmp_path, "Process", 1, code, grace=0.5)
+    # The timeout counts from the wait: start it once the grandchild exists, however slow the start.
+    grandchild = int(wait_for(lambda: pidfile.exists() and pidfile.read_text(), 60, "the grandchild's pid file"))
     outcome = backend.wait(handle, timeout=1.5)
     assert outcome.state == "timeout"
     assert "timed out after 1.5s" in outcome.reason
-    grandchild = int(pidfile.read_text())
-    deadline = time.monotonic() + 5
-    while _alive(grandchild) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(grandchild), "the workload's own child outlived the timeout"
+    wait_for(lambda: not _alive(grandchild), 10, "the workload's own child to end with the timeout")
 
 
 def test_interrupt_while_waiting_cancels_the_job(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -140,7 +139,7 @@ def test_interrupt_while_waiting_cancels_the_job(tmp_path: Path, monkeypatch: py
 
     monkeypatch.setattr("kubebench.backends.base.time.sleep", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        backend.wait(handle, timeout=30)
+        backend.wait(handle, timeout=scaled(30))
     assert calls
     assert all(p.poll() is not None for _, p in handle.processes)
 

@@ -3,6 +3,7 @@ which failures `retries` tries again (only the infrastructure's: never the workl
 
 from __future__ import annotations
 
+import math
 import os
 import resource
 import sys
@@ -10,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from support.timing import scaled
 
 from kubebench.backends.local import LocalBackend, LocalConfig
 from kubebench.errors import InfrastructureError
@@ -39,6 +41,13 @@ if case in ("exit137", "exit139"):
 if case == "memory":
     resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
     data = bytearray(2 << 30)
+if case == "tf_oom":  # what TensorFlow's traceback ends with when a tensor cannot be allocated
+    ResourceExhaustedError = type("ResourceExhaustedError", (Exception,), {"__module__": "tensorflow.python.framework.errors_impl"})
+    raise ResourceExhaustedError("OOM when allocating tensor with shape[8192,8192] and type float")
+if case == "bad_alloc":  # what a C++ extension's uncaught std::bad_alloc prints before abort()
+    print("terminate called after throwing an instance of 'std::bad_alloc'", file=sys.stderr)
+    print("  what():  std::bad_alloc", file=sys.stderr, flush=True)
+    os.abort()
 """
 EXPECTED = {
     "exit3": (3, "worker-0 exited with code 3"),
@@ -47,6 +56,8 @@ EXPECTED = {
     "exit137": (137, "worker-0 exited with code 137 (killed by signal SIGKILL: out of memory?)"),
     "exit139": (139, "worker-0 exited with code 139 (killed by signal SIGSEGV?)"),
     "memory": (1, "worker-0 out of memory (MemoryError): exited with code 1"),
+    "tf_oom": (1, "worker-0 out of memory (tensorflow.python.framework.errors_impl.ResourceExhaustedError): exited with code 1"),
+    "bad_alloc": (134, "worker-0 out of memory (std::bad_alloc): killed by signal SIGABRT"),
 }
 if sys.platform != "linux":  # macOS does not enforce RLIMIT_AS
     del EXPECTED["memory"]
@@ -85,19 +96,21 @@ def test_process_failures_have_precise_reasons_and_are_never_retried(home: Path,
 
 
 def test_timeout_missing_metric_and_failed_postprocessor(home: Path, tmp_path: Path) -> None:
+    # Long enough for the quick run to start Python and finish on a busy machine; short for the test.
+    limit = math.ceil(scaled(5))
     found = run(tmp_path, """
         name: collecting
         job:
           command: [python, -c, "import sys, time; time.sleep({{ sleep }}); print('KUBEBENCH_METRIC x=1')"]
         parameters:
-          sleep: [0, 30]
-        timeout: 1s
+          sleep: [0, 600]
+        timeout: LIMITs
         retries: 1
         metrics: [{name: throughput}]
-    """)
+    """.replace("LIMIT", str(limit)))
     reasons = {r.params["sleep"]: (r.status, r.reason, len(a)) for r, a in found}
     assert reasons == {0: ("failed", "metric 'throughput' missing from the run's outputs", 1),
-                       30: ("timeout", "timed out after 1s", 1)}
+                       600: ("timeout", f"timed out after {limit}s", 1)}
     (post,) = run(tmp_path, """
         name: post
         job:
@@ -155,6 +168,13 @@ def test_exit_reasons(returncode: int, reason: str) -> None:
     ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
      "worker-0 out of memory (torch.OutOfMemoryError): exited with code 1"),
     ("terminate called after throwing an instance of 'std::bad_alloc'", "worker-0 out of memory (std::bad_alloc): exited with code 1"),
+    ("  what():  std::bad_alloc", "worker-0 out of memory (std::bad_alloc): exited with code 1"),
+    ("tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor with shape[8192]",
+     "worker-0 out of memory (tensorflow.python.framework.errors_impl.ResourceExhaustedError): exited with code 1"),
+    ("ResourceExhaustedError: Graph execution error: OOM when allocating tensor",
+     "worker-0 out of memory (ResourceExhaustedError): exited with code 1"),
+    ("torch.cuda.OutOfMemoryError: CUDA out of memory.", "worker-0 out of memory (torch.cuda.OutOfMemoryError): exited with code 1"),
+    ("jax.errors.NotMemoryError: no", "worker-0 exited with code 1"),  # a name merely containing "MemoryError"
     ("MemoryError: earlier, handled\n" + "step\n" * 10, "worker-0 exited with code 1"),  # not how the log ends
     ("ValueError: no", "worker-0 exited with code 1"),
 ])
@@ -163,3 +183,34 @@ def test_out_of_memory_is_read_from_the_end_of_the_log(tail: str, reason: str) -
 
     assert with_oom("worker-0 exited with code 1", tail) == reason
     assert with_oom("timed out after 1s", tail) == "timed out after 1s"
+
+
+def test_a_killed_replica_whose_log_names_the_allocation_loses_the_question_mark() -> None:
+    from kubebench.backends.reasons import with_oom
+
+    tail = "RuntimeError: boom\nMemoryError"
+    assert with_oom("launcher-0 killed by signal SIGKILL (out of memory?)", tail) == \
+        "launcher-0 out of memory (MemoryError): killed by signal SIGKILL"
+    assert with_oom("worker-1 exited with code 137 (killed by signal SIGKILL: out of memory?)", tail) == \
+        "worker-1 out of memory (MemoryError): exited with code 137"
+
+
+@pytest.mark.parametrize(("returncode", "code"), [(0, 0), (3, 3), (-9, 137), (-15, 143), (255, 255)])
+def test_exit_codes_as_a_shell_reports_them(returncode: int, code: int) -> None:
+    from kubebench.backends.reasons import exit_code
+
+    assert exit_code(returncode) == code
+
+
+@pytest.mark.parametrize(("returncode", "reason"), [
+    (0, "exited with code 0"),
+    (-99, "killed by signal 99"),  # no such signal here: its number
+    (128, "exited with code 128"),
+    (129, "exited with code 129 (killed by signal SIGHUP?)"),
+    (192, "exited with code 192 (killed by signal SIGRTMAX?)"),
+    (193, "exited with code 193"),
+])
+def test_exit_reasons_at_the_edges(returncode: int, reason: str) -> None:
+    from kubebench.backends.reasons import exit_reason
+
+    assert exit_reason(returncode) == reason

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
 
 from kubebench import report
 from kubebench.collect.context import RunContext
+from kubebench.collect.mllog import MllogConfig
 from kubebench.collect.metrics import collect, metrics_from_logs, parse_metric_lines, read_result_json
 from kubebench.collect.postprocess import (
     CommandConfig,
@@ -64,12 +67,36 @@ def test_result_json_numbers_and_strings(ctx: RunContext) -> None:
         read_result_json(path)
 
 
+def test_result_json_booleans_nulls_and_nested_values_are_info_not_metrics(ctx: RunContext) -> None:
+    # Only numbers are metrics: true is not 1.0, null is not 0, and NaN or infinity are no measurement.
+    path = ctx.result / "result.json"
+    path.write_text('{"ok": true, "cached": false, "loss": null, "nested": {"a": 1}, "list": [1, 2],'
+                    ' "nan": NaN, "inf": "Infinity", "zero": 0, "neg": "-1.5e3"}')
+    numbers, info = read_result_json(path)
+    assert numbers == {"zero": 0.0, "neg": -1500.0}
+    assert info == {"ok": "true", "cached": "false", "loss": "null", "nested": '{"a": 1}', "list": "[1, 2]",
+                    "nan": "NaN", "inf": "Infinity"}
+
+
+def test_a_boolean_in_result_json_cannot_satisfy_a_required_metric(ctx: RunContext) -> None:
+    (ctx.result / "result.json").write_text(json.dumps({"passed": True}))
+    collected = collect(ctx, [], [MetricSpec(name="passed")])
+    assert collected.metrics == {} and collected.info == {"passed": "true"}
+    assert collected.error == "metric 'passed' missing from the run's outputs"
+
+
 def test_regex_select_modes(ctx: RunContext) -> None:
     (ctx.output / "worker-0.log").write_text("images/sec: 10.0\nimages/sec: 30.0\nimages/sec: 20.0\n")
     expected = {"first": 10.0, "last": 20.0, "mean": 20.0, "min": 10.0, "max": 30.0}
     for select, value in expected.items():
         config = RegexConfig(file="worker-0.log", pattern=r"images/sec: (?P<ips>[0-9.]+)", select=select)
         assert RegexPostprocessor(config).run(ctx) == {"ips": value}
+
+
+def test_regex_anchors_match_at_every_line_and_bad_bytes_are_replaced(ctx: RunContext) -> None:
+    (ctx.output / "launcher-0.log").write_bytes(b"start \xff\xfe\n  images/sec: 1.0\nimages/sec: 42.5\n")
+    config = RegexConfig(kind="regex", file="launcher-0.log", pattern=r"^images/sec: (?P<images_per_sec>[0-9.]+)")
+    assert RegexPostprocessor(config).run(ctx) == {"images_per_sec": 42.5}
 
 
 def test_regex_missing_file_is_a_postprocess_error(ctx: RunContext) -> None:
@@ -103,6 +130,65 @@ def test_command_failure_names_the_exit_code_and_stderr(ctx: RunContext) -> None
     config = CommandConfig(command=[sys.executable, "-c", "import sys; sys.exit('cannot parse log')"])
     with pytest.raises(PostprocessError, match="exited 1: cannot parse log"):
         CommandPostprocessor(config).run(ctx)
+
+
+@pytest.mark.parametrize("python", ["python", "python3"])
+def test_command_runs_our_python_in_the_spec_folder_with_the_environment(ctx: RunContext, write, python: str,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KB_TEST_INHERITED", "yes")
+    write("where.py", """
+        import os, sys
+        print("exe", sys.executable, "cwd", os.getcwd(), "inherited", os.environ.get("KB_TEST_INHERITED"))
+        print("run", os.environ["KUBEBENCH_EXP_OUTPUT_PATH"], file=sys.stderr)
+        print("KUBEBENCH_METRIC n=1 n=2")
+    """)
+    assert CommandPostprocessor(CommandConfig(command=[python, "where.py"])).run(ctx) == {"n": 2.0}
+    log = (ctx.output / "postprocess.log").read_text()
+    assert f"exe {sys.executable} cwd {ctx.workdir} inherited yes\n" in log  # stdout, then stderr
+    assert log.endswith(f"run {ctx.output}\n")
+
+
+def test_command_failures_say_which_command_and_how(ctx: RunContext) -> None:
+    noisy = "import sys\nfor i in range(5): print('line', i, file=sys.stderr)\nsys.exit(2)"
+    with pytest.raises(PostprocessError) as failed:
+        CommandPostprocessor(CommandConfig(command=[sys.executable, "-c", noisy])).run(ctx)
+    assert str(failed.value) == f"command {sys.executable} -c {shlex.quote(noisy)} exited 2: line 2 | line 3 | line 4"
+    quiet = "print('only stdout'); raise SystemExit(3)"
+    with pytest.raises(PostprocessError, match=r" exited 3: only stdout$"):
+        CommandPostprocessor(CommandConfig(command=[sys.executable, "-c", quiet])).run(ctx)
+    with pytest.raises(PostprocessError, match=r"^command 'kb-no-such-program': No such file or directory$"):
+        CommandPostprocessor(CommandConfig(command=["kb-no-such-program"])).run(ctx)
+    with pytest.raises(PostprocessError, match=r"^command '.*python[0-9.]*': Command .* timed out after 1(\.0)? seconds$"):
+        CommandPostprocessor(CommandConfig(command=[sys.executable, "-c", "import time; time.sleep(60)"],
+                                           timeout="1s")).run(ctx)
+
+
+def test_python_postprocessor_imports_from_the_spec_folder_first(ctx: RunContext, write, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # A fresh module name: an earlier import (another test, the same process) must not hide the path.
+    module = f"kbpost_{uuid.uuid4().hex}"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / f"{module}.py").write_text("def parse(ctx):\n    return {'from': 1}\n")
+    monkeypatch.syspath_prepend(str(elsewhere))  # a module of the same name earlier on the path
+    write(f"{module}.py", """
+        def parse(ctx):
+            return {"from": 2}
+
+        def listy(ctx):
+            return [1, 2]
+
+        def two_bad(ctx):
+            return {"x": "a", "y": None, "z": 3}
+    """)
+    assert PythonPostprocessor(PythonConfig(function=f"{module}:parse")).run(ctx) == {"from": 2.0}
+    with pytest.raises(PostprocessError) as listy:
+        PythonPostprocessor(PythonConfig(function=f"{module}:listy")).run(ctx)
+    assert str(listy.value) == f"{module}:listy returned list, expected a mapping"
+    with pytest.raises(PostprocessError) as bad:
+        PythonPostprocessor(PythonConfig(function=f"{module}:two_bad")).run(ctx)
+    assert str(bad.value) == f"{module}:two_bad: values of x, y are not finite numbers"
+    sys.modules.pop(module, None)
 
 
 def test_python_postprocessor_gets_the_context(ctx: RunContext, write) -> None:
@@ -139,7 +225,7 @@ def test_collect_precedence_and_missing_metrics(ctx: RunContext) -> None:
 def test_collect_reports_a_failed_postprocessor(ctx: RunContext) -> None:
     config = RegexConfig(file="absent.log", pattern=r"(?P<x>\d+)")
     collected = collect(ctx, [config], [])
-    assert collected.error.startswith("post-processor 'regex' failed: cannot read output/absent.log")
+    assert collected.error == "post-processor 'regex' failed: cannot read output/absent.log: No such file or directory"
 
 
 def test_steady_state_metrics_from_step_times(ctx: RunContext) -> None:
@@ -153,6 +239,26 @@ def test_steady_state_metrics_from_step_times(ctx: RunContext) -> None:
     assert collected.metrics["steady_step_time"] == pytest.approx(0.1, rel=0.01)
     assert collected.metrics["steady_items_per_sec"] == pytest.approx(160, rel=0.01)
     assert "drifting" not in collected.info
+
+
+def test_a_plugin_naming_itself_in_its_error_is_named_once(ctx: RunContext) -> None:
+    collected = collect(ctx, [MllogConfig()], [])
+    assert collected.error == "post-processor 'mllog' failed: no :::MLLOG lines in any replica log of output/"
+
+
+@pytest.mark.parametrize(("fields", "items"), [
+    ({"items_per_step": 50, "batch_size": 8, "world_size": 2}, 50),  # the workload's own count wins
+    ({"items_per_step": 0.5}, 0.5),
+    ({"batch_size": 8}, None),  # half of the stand-in is no stand-in
+    ({"world_size": 2}, None),
+    ({"items_per_step": 0}, None),
+    ({"items_per_step": -4}, None),
+])
+def test_items_per_step_give_the_steady_rate_only_when_known_and_positive(ctx: RunContext, fields: dict,
+                                                                           items: float | None) -> None:
+    (ctx.output / "step_times.json").write_text(json.dumps({"step_seconds": [0.1] * 30, **fields}))
+    metrics = collect(ctx, [], []).metrics
+    assert metrics.get("steady_items_per_sec") == (None if items is None else pytest.approx(items / 0.1))
 
 
 def test_drift_within_a_run_is_flagged(ctx: RunContext) -> None:

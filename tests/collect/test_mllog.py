@@ -89,3 +89,39 @@ def test_spec_accepts_it_by_name_and_checks_options() -> None:
     assert spec.postprocess[0] == MllogConfig(target=0.75)
     with pytest.raises(ValueError, match="inside the run's output/ folder"):
         MllogConfig(file="../etc/passwd")
+
+
+def test_a_line_with_two_records_interleaved_is_skipped_not_half_read() -> None:
+    first, second = line("run_start", 1.0), line("run_stop", 2.0, status="success")
+    garbled = first[: len(first) // 2] + second  # rank 1's record written into rank 0's
+    assert parse_events([garbled]) == []
+
+
+def test_a_log_cut_short_or_missing_its_start_gives_no_duration() -> None:
+    cut = log()[:-1]  # killed before run_stop
+    assert {"run_duration", "run_success", "time_to_train"}.isdisjoint(summarize(parse_events(cut)))
+    headless = [entry for entry in log() if '"run_start"' not in entry]
+    assert "run_duration" not in summarize(parse_events(headless))
+    no_init_stop = [entry for entry in log() if '"init_stop"' not in entry]
+    assert "init_time" not in summarize(parse_events(no_init_stop))
+
+
+def test_the_configured_target_and_accuracy_key_are_used(tmp_path: Path) -> None:
+    ctx = context(tmp_path)
+    lines = [entry.replace('"eval_accuracy"', '"top1"') for entry in log()]
+    (ctx.output / "worker-0.log").write_text("\n".join(lines) + "\n")
+    metrics = MllogPostprocessor(MllogConfig(target=0.7, accuracy_key="top1")).run(ctx)
+    assert metrics["eval_accuracy"] == 0.8 and metrics["time_to_accuracy"] == pytest.approx(21.0)
+
+
+def test_bytes_that_are_not_utf8_are_replaced_not_fatal(tmp_path: Path) -> None:
+    ctx = context(tmp_path)
+    (ctx.output / "worker-0.log").write_bytes(b"\xff\xfe caf\xe9 \xe2\x82\n" + "\n".join(log()).encode() + b"\n")
+    assert MllogPostprocessor(MllogConfig()).run(ctx)["evals"] == 3
+
+
+def test_a_named_file_without_records_is_named_in_the_error(tmp_path: Path) -> None:
+    ctx = context(tmp_path)
+    (ctx.output / "empty.log").write_text("nothing\n")
+    with pytest.raises(PostprocessError, match=r"^mllog: no :::MLLOG lines in output/empty.log$"):
+        MllogPostprocessor(MllogConfig(file="empty.log")).run(ctx)

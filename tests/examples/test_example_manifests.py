@@ -17,12 +17,11 @@ from kubebench.spec.load import load_spec
 
 # The schema helpers live with the Kubernetes tests.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kubernetes"))
-from k8s_schemas import crds_available, errors_of  # noqa: E402
+from k8s_schemas import errors_of  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 KINDS = {"pytorch-cnn": "PyTorchJob", "tf-cnn": "TFJob", "mpi-cnn": "MPIJob", "mlperf-trainjob": "TrainJob",
          "kubebench-v1-compat": "Job"}
-pytestmark = pytest.mark.skipif(not crds_available(), reason="../shared/crds is not there")
 
 
 @pytest.mark.parametrize("name", sorted(KINDS))

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from k8s_cluster import NAMESPACE, Cluster, Ran
 from k8s_emulator import Emulator
-from k8s_schemas import CRD_FILES, builtin_validator, crds_available, errors_of
+from k8s_kueue import Kueue
+from k8s_schemas import CRD_FILES, CRDS, crds_available, field_check, prune
 from k8s_standin import CLAIMS, OperatorStandIn
 
 from kubebench.runner import execute, plan_experiment
@@ -22,26 +23,40 @@ from kubebench.spec.load import load_spec
 from kubebench.store.store import open_store
 
 
-def _validators() -> dict:
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "cluster(**options): options of the emulated cluster: training_operator "
+                                       "('1.9.3', '1.9.4'), trainer ('2.1', '2.3'), kueue (capacity)")
+
+
+def _checkers(trainer: str = "2.3") -> dict:
+    """Schema checks per resource: the vendored CRDs and the built-in kinds kubebench creates."""
     if not crds_available():
-        return {}
+        # Without validators the emulator would accept any custom resource: fail, never degrade silently.
+        pytest.fail(f"CRD schemas missing from {CRDS} (vendored in tests/data/crds; $KUBEBENCH_CRDS overrides)")
+    builtin = {("batch", "v1", "jobs"), ("", "v1", "pods"), ("apps", "v1", "deployments")}
     keys = {(g, v, k.lower() + "s") for g, v, k in CRD_FILES}
-    return {key: errors_of for key in keys} | {("batch", "v1", "jobs"): builtin_validator()[1]}
+    return {key: (lambda doc, t=trainer: field_check(doc, t)) for key in keys | builtin}
+
+
+def _options(request: pytest.FixtureRequest) -> dict:
+    marker = request.node.get_closest_marker("cluster")
+    return dict(marker.kwargs) if marker else {}
 
 
 @pytest.fixture
-def emulator():
-    """A started API emulator (validating custom resources against the CRDs when they are there)."""
-    emu = Emulator(_validators()).start()
+def emulator(request: pytest.FixtureRequest):
+    """A started API emulator checking objects against the vendored schemas (CRDs and built-in kinds)."""
+    emu = Emulator(_checkers(_options(request).get("trainer", "2.3")), prune).start()
     yield emu
     emu.stop()
     assert not emu.errors, emu.errors
 
 
 @pytest.fixture
-def cluster(emulator: Emulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def cluster(emulator: Emulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest):
     """The emulator with the stand-in running jobs, a kubeconfig in $KUBECONFIG (namespace
-    ``bench``), the claim ``kubebench`` and KUBEBENCH_HOME on the claim's local folder."""
+    ``bench``), the claim ``kubebench`` and KUBEBENCH_HOME on the claim's local folder; a
+    ``cluster`` marker chooses the operators' versions and Kueue."""
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("KUBEBENCH_HOME", str(home))
@@ -49,13 +64,19 @@ def cluster(emulator: Emulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     kubeconfig = emulator.kubeconfig(tmp_path / "kubeconfig", NAMESPACE)
     monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    emulator.namespace(NAMESPACE)
     emulator.store.create(CLAIMS, NAMESPACE, {
         "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "kubebench"},
         "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "1Gi"}}}})
-    operator = OperatorStandIn(emulator, home, tmp_path, tmp_path / "node-logs").start()
+    options = _options(request)
+    kueue = Kueue(options["kueue"]) if options.get("kueue") else None
+    operator = OperatorStandIn(emulator, home, tmp_path, tmp_path / "node-logs", kueue=kueue,
+                               training_operator=options.get("training_operator", "1.9.4"),
+                               trainer=options.get("trainer", "2.3")).start()
     yield Cluster(emulator, operator, home, kubeconfig)
     operator.stop()
     assert all(p.poll() is not None for p in operator.processes())
+    assert not emulator.errors, emulator.errors
     assert not operator.errors, operator.errors
 
 

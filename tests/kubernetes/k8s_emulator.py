@@ -1,17 +1,26 @@
 """A small Kubernetes API server for tests, on loopback, for the subset of the API kubebench uses.
 
 It follows the API conventions the official client relies on: 201 with the object on create;
-``Status`` objects with 404 / 409 / 410 / 422 codes; a resourceVersion on every object and list;
-``labelSelector`` on lists and watches; ``?watch=true`` as a chunked stream of JSON events from a
-resourceVersion (ADDED for what exists when none is given; ERROR 410 once it has expired;
-BOOKMARK events on request); the ``status`` subresource; delete with propagation (the garbage
-collector removes the pods a job owns); pod logs. Custom resources are validated against their
-CRD's schema when a validator is given (422 Invalid), as a server with strict field validation.
+``Status`` objects with 400 / 403 / 404 / 409 / 410 / 422 codes; a resourceVersion on every object
+and list; ``labelSelector`` and ``fieldSelector`` on lists and watches; ``?watch=true`` as a chunked
+stream of JSON events from a resourceVersion (ADDED for what exists when none is given; ERROR 410
+once it has expired; BOOKMARK events on request); the ``status`` subresource; deletion with
+propagation and an asynchronous garbage collector (see :mod:`k8s_store`); pod logs per container,
+``previous`` instance and ``follow`` streams, of which a plain read returns only what the kubelet
+has not rotated away (``log_rotate_bytes``, 10 MiB by default as ``containerLogMaxSize``).
+
+As a real server does: an object is checked against its schema when a checker is given, unknown
+fields pruned under the default ``fieldValidation=Warn`` (with a ``Warning`` header), refused with
+400 under ``Strict``; invalid values and labels are 422; creating in a namespace that does not exist
+is 404; with a ``policy`` (RBAC) every request is checked per verb and resource (403), and
+SelfSubjectAccessReviews are answered from it; API discovery (``/apis/<group>/<version>``) lists
+what is served, and a group version in ``unserved`` is not.
 
 Test hooks: ``faults`` injects 429 / 500 / 503 answers and connection resets at random (before or
-after the request took effect) and cuts watch streams; ``requests`` logs every request; the
-``store`` is the cluster's state, which an in-process controller (the operator stand-in) reads,
-writes and subscribes to as controllers do through their informers.
+after the request took effect) and cuts watch streams; ``gone_watches`` answers that many watch
+requests with HTTP 410 (not an ERROR event); ``requests`` logs every request; the ``store`` is the
+cluster's state, which an in-process controller (the operator stand-in) reads, writes and subscribes
+to as controllers do through their informers.
 """
 
 from __future__ import annotations
@@ -29,9 +38,12 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import parse_qs, urlsplit
 
-from k8s_store import KINDS, PODS, ApiError, Key, Store, matches, merge_patch
+from k8s_store import CLUSTER_SCOPED, KINDS, PODS, ApiError, Checker, Key, Store, matches, merge_patch
 
-__all__ = ["KINDS", "PODS", "ApiError", "Emulator", "Faults", "Request", "Store", "matches"]
+__all__ = ["KINDS", "PODS", "ApiError", "ContainerLog", "Emulator", "Faults", "Request", "Store", "matches"]
+NAMESPACES: Key = ("", "v1", "namespaces")
+ACCESS_REVIEWS = ("authorization.k8s.io", "v1", "selfsubjectaccessreviews")
+USER = "system:serviceaccount:bench:kubebench"
 
 @dataclass
 class Faults:
@@ -66,6 +78,15 @@ class Faults:
             return self._random.uniform(0.05, 0.5) if self._random.random() < self.watch_cut else None
 
 
+@dataclass
+class ContainerLog:
+    """The log files of one container of a pod, one per instance (restart), as the kubelet keeps them."""
+
+    instances: list[Path] = field(default_factory=list)
+    #: Set once the last instance has ended (its stream then ends once read to the end).
+    ended: threading.Event = field(default_factory=threading.Event)
+
+
 @dataclass(frozen=True)
 class Request:
     """One request as the server saw it."""
@@ -85,13 +106,22 @@ class Request:
 class Emulator:
     """The API server: ``start()`` it, point a kubeconfig at ``url``, ``stop()`` it."""
 
-    def __init__(self, validators: dict[Key, Callable[[dict], list[str]]] | None = None) -> None:
-        self.store = Store(validators)
+    def __init__(self, checkers: dict[Key, Checker] | None = None,
+                 prune: Callable[[dict, list[str]], dict] | None = None) -> None:
+        self.store = Store(checkers, prune=prune)
         self.faults = Faults()
         self.requests: list[Request] = []
         self.errors: list[Exception] = []
-        self.logs: dict[tuple[str, str], Path] = {}  # (namespace, pod) → its container log
+        self.logs: dict[tuple[str, str, str], ContainerLog] = {}  # (namespace, pod, container) → its log
+        self.log_rotate_bytes = 10 * 2**20
         self.refuse: dict[tuple[str, str], ApiError] = {}  # (method, plural) → an error to answer always
+        #: RBAC: (verb, group, resource) allowed; None allows everything.
+        self.policy: set[tuple[str, str, str]] | None = None
+        self.unserved: set[tuple[str, str]] = set()  # (group, version) not served
+        self.gone_watches = 0  # answer the next watch requests with HTTP 410
+        #: Watches from a resourceVersion below this are answered HTTP 410 (as with --watch-cache=false
+        #: once etcd has compacted past it).
+        self.compacted = 0
         self.stopping = threading.Event()
         self.watch_epoch = 0  # drop_watches() bumps it: open watches then break
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
@@ -99,6 +129,7 @@ class Emulator:
         self._server.emulator = self  # type: ignore[attr-defined]
         self._connections: set[socket.socket] = set()
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._gc = threading.Thread(target=self._collect_garbage, daemon=True, name="emulator-gc")
 
     @property
     def url(self) -> str:
@@ -107,9 +138,29 @@ class Emulator:
         return f"http://{host}:{port}"
 
     def start(self) -> "Emulator":
-        """Serve in a background thread."""
+        """Serve in a background thread (and collect garbage in another)."""
         self._thread.start()
+        self._gc.start()
         return self
+
+    def _collect_garbage(self) -> None:
+        while not self.stopping.wait(0.02):
+            try:
+                self.store.collect_garbage()
+            except Exception as e:  # noqa: BLE001  a bug of the emulator: keep it for the test
+                self.errors.append(e)
+
+    def namespace(self, name: str) -> None:
+        """Create the namespace ``name``."""
+        self.store.create(NAMESPACES, "", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+
+    def allow(self, *rules: tuple[str, str, str]) -> None:
+        """Turn RBAC on, allowing exactly ``(verb, group, resource)`` (``resource`` may be ``pods/log``)."""
+        self.policy = set(rules)
+
+    def allowed(self, verb: str, group: str, resource: str) -> bool:
+        """Whether the policy lets the test's user do ``verb`` on ``resource``."""
+        return self.policy is None or (verb, group, resource) in self.policy
 
     def stop(self) -> None:
         """Stop serving and close every open connection (watches included)."""
@@ -124,6 +175,7 @@ class Emulator:
             except OSError:
                 pass
         self._thread.join(timeout=5)
+        self._gc.join(timeout=5)
 
     def drop_watches(self) -> None:
         """Break every open watch stream (a connection reset), as an API server restart does."""
@@ -196,15 +248,28 @@ class _Handler(BaseHTTPRequestHandler):
                              "injected fault: please try again")
             emu.requests.append(Request(method, url.path, query, fault, fault))
             return self._send(fault, error.status(), {"Retry-After": "0"} if fault == 429 else {})
+        headers: dict[str, str] = {}
         try:
-            route = _route(url.path)
-            refused = emu.refuse.get((method, route[0][2]))
-            if refused:
-                raise refused
-            if method == "GET" and query.get("watch") in ("true", "1"):
-                emu.requests.append(Request(method, url.path, query, 200, fault))
-                return self._watch(emu, route, query)
-            code, payload = _handle(emu, method, route, query, body)
+            discovered = _discovery(emu, url.path) if method == "GET" else None
+            if discovered is not None:
+                code, payload = 200, discovered
+            else:
+                route = _route(emu, url.path)
+                _authorize(emu, method, route, query)
+                refused = emu.refuse.get((method, route[0][2]))
+                if refused:
+                    raise refused
+                if method == "GET" and query.get("watch") in ("true", "1"):
+                    since = int(query.get("resourceVersion") or 0)
+                    if emu.gone_watches > 0 or 0 < since < emu.compacted:
+                        emu.gone_watches = max(0, emu.gone_watches - 1)
+                        raise ApiError(410, "Expired", f"too old resource version: {since} ({emu.compacted})")
+                    emu.requests.append(Request(method, url.path, query, 200, fault))
+                    return self._watch(emu, route, query)
+                if route[3] == "log" and query.get("follow") == "true":
+                    emu.requests.append(Request(method, url.path, query, 200, fault))
+                    return self._follow(emu, route, query)
+                code, payload = _handle(emu, method, route, query, body, headers)
         except ApiError as e:
             code, payload = e.code, e.status()
         except Exception as e:  # noqa: BLE001  a bug of the emulator: answer 500 and keep it for the test
@@ -213,7 +278,36 @@ class _Handler(BaseHTTPRequestHandler):
         emu.requests.append(Request(method, url.path, query, code if fault != "reset-after" else 0, fault))
         if fault == "reset-after":  # it took effect, but the answer is lost
             return self._reset()
-        self._send(code, payload)
+        self._send(code, payload, headers)
+
+    def _follow(self, emu: Emulator, route: tuple, query: dict[str, str]) -> None:
+        """A ``follow`` log stream: from the start of the current (unrotated) file, then whatever the
+        container writes, across rotations, until it ends and all was sent (or its pod goes)."""
+        (_, namespace, name, _) = route
+        log, instance = _container_log(emu, namespace, name, query)
+        path = log.instances[instance]
+        offset = _rotated(path, emu.log_rotate_bytes)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            while not emu.stopping.is_set():
+                ended = log.ended.is_set() or instance < len(log.instances) - 1
+                with open(path, "rb") as f:
+                    f.seek(offset)
+                    data = f.read(1 << 16)
+                if data:
+                    offset += len(data)
+                    self.wfile.write(f"{len(data):X}\r\n".encode() + data + b"\r\n")
+                    self.wfile.flush()
+                    continue
+                if ended or emu.store.find(PODS, namespace, name) is None:
+                    break
+                time.sleep(0.02)
+            self.wfile.write(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError, ValueError, OSError):
+            self.close_connection = True
 
     def _send(self, code: int, payload: Any, headers: dict[str, str] | None = None) -> None:
         data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
@@ -290,7 +384,24 @@ def _gv(key: Key) -> str:
     return f"{key[0]}/{key[1]}" if key[0] else key[1]
 
 
-def _route(path: str) -> tuple[Key, str, str | None, str | None]:
+def _discovery(emu: Emulator, path: str) -> dict | None:
+    """``/apis/<group>/<version>`` (and ``/api/v1``): the resources served there; None for other paths."""
+    parts = [p for p in path.split("/") if p]
+    if parts[:1] == ["apis"] and len(parts) == 3:
+        group, version = parts[1], parts[2]
+    elif parts == ["api", "v1"]:
+        group, version = "", "v1"
+    else:
+        return None
+    served = [(k, kind) for k, kind in KINDS.items() if k[:2] == (group, version) and (group, version) not in emu.unserved]
+    if not served:
+        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": _gv((group, version, "")),
+            "resources": [{"name": k[2], "singularName": kind.lower(), "kind": kind, "namespaced": k not in CLUSTER_SCOPED,
+                           "verbs": ["create", "delete", "get", "list", "watch"]} for k, kind in served]}
+
+
+def _route(emu: Emulator, path: str) -> tuple[Key, str, str | None, str | None]:
     """(resource, namespace, name, subresource) of an API path."""
     parts = [p for p in path.split("/") if p]
     if parts[:1] == ["api"] and len(parts) >= 2:
@@ -303,21 +414,57 @@ def _route(path: str) -> tuple[Key, str, str | None, str | None]:
     if rest[:1] == ["namespaces"] and len(rest) >= 3:
         namespace, rest = rest[1], rest[2:]
     key = (group, version, rest[0] if rest else "")
-    if key not in KINDS or len(rest) > 3:
+    if (key not in KINDS and key != ACCESS_REVIEWS) or len(rest) > 3 or (group, version) in emu.unserved:
         raise ApiError(404, "NotFound", "the server could not find the requested resource")
     return key, namespace, (rest[1] if len(rest) > 1 else None), (rest[2] if len(rest) > 2 else None)
 
 
-def _handle(emu: Emulator, method: str, route: tuple, query: dict, body: Any) -> tuple[int, Any]:
+def _verb(method: str, route: tuple, query: dict) -> str:
+    name = route[2]
+    if method == "GET":
+        return "get" if name else ("watch" if query.get("watch") in ("true", "1") else "list")
+    return {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}[method]
+
+
+def _authorize(emu: Emulator, method: str, route: tuple, query: dict) -> None:
+    """RBAC: 403 unless the policy allows this verb on this resource (or subresource)."""
+    (key, namespace, _, sub) = route
+    if key == ACCESS_REVIEWS:
+        return  # every user may ask what it may do
+    verb, resource = _verb(method, route, query), key[2] + (f"/{sub}" if sub and sub != "status" else "")
+    if not emu.allowed(verb, key[0], resource):
+        scope = f' in the namespace "{namespace}"' if namespace else " at the cluster scope"
+        raise ApiError(403, "Forbidden", f'{key[2]}{"." + key[0] if key[0] else ""} is forbidden: User "{USER}" '
+                                         f'cannot {verb} resource "{resource}" in API group "{key[0]}"{scope}',
+                       {"kind": key[2]})
+
+
+def _access_review(emu: Emulator, body: dict) -> dict:
+    attrs = (body.get("spec") or {}).get("resourceAttributes") or {}
+    resource = attrs.get("resource", "") + (f"/{attrs['subresource']}" if attrs.get("subresource") else "")
+    allowed = emu.allowed(attrs.get("verb", ""), attrs.get("group", ""), resource)
+    return {**body, "status": {"allowed": allowed, **({} if allowed else {"reason": "no RBAC rule allows it"})}}
+
+
+def _handle(emu: Emulator, method: str, route: tuple, query: dict, body: Any,
+            headers: dict[str, str]) -> tuple[int, Any]:
     key, namespace, name, sub = route
     store = emu.store
+    if key == ACCESS_REVIEWS and method == "POST":
+        return 201, _access_review(emu, body or {})
     if name is None:
         if method == "GET":
-            items, rv = store.list(key, namespace, query.get("labelSelector", ""))
+            items, rv = store.list(key, namespace, query.get("labelSelector", ""), query.get("fieldSelector", ""))
             return 200, {"kind": KINDS[key] + "List", "apiVersion": _gv(key), "metadata": {"resourceVersion": rv},
                          "items": items}
         if method == "POST":
-            return 201, store.create(key, namespace, body or {})
+            if namespace and store.find(NAMESPACES, "", namespace) is None:
+                raise ApiError(404, "NotFound", f'namespaces "{namespace}" not found', {"name": namespace, "kind": "namespaces"})
+            warnings: list[str] = []
+            created = store.create(key, namespace, body or {}, query.get("fieldValidation", "Warn"), warnings)
+            if warnings:
+                headers["Warning"] = ", ".join(f'299 - "{w}"' for w in warnings)
+            return 201, created
     elif sub == "log" and key == PODS and method == "GET":
         return _log(emu, namespace, name, query)
     elif sub in (None, "status"):
@@ -328,15 +475,39 @@ def _handle(emu: Emulator, method: str, route: tuple, query: dict, body: Any) ->
         if method == "PATCH":
             return 200, store.update(key, namespace, name, lambda cur: merge_patch(cur, body), status=sub == "status")
         if method == "DELETE":
-            propagation = (body or {}).get("propagationPolicy") or query.get("propagationPolicy") or "Background"
+            propagation = (body or {}).get("propagationPolicy") or query.get("propagationPolicy")
             return 200, store.delete(key, namespace, name, propagation)
     raise ApiError(405, "MethodNotAllowed", f"{method} is not supported on {key[2]}/{sub or ''}")
 
 
-def _log(emu: Emulator, namespace: str, name: str, query: dict) -> tuple[int, bytes]:
+def _container_log(emu: Emulator, namespace: str, name: str, query: dict) -> tuple[ContainerLog, int]:
+    """The log of the container (its instance) a log request names; 400 as the kubelet answers."""
     pod = emu.store.get(PODS, namespace, name)
-    source = emu.logs.get((namespace, name))
-    if source is None or not source.exists():
-        container = query.get("container") or pod["spec"]["containers"][0]["name"]
+    containers = [c["name"] for c in (pod["spec"].get("initContainers") or []) + pod["spec"]["containers"]]
+    container = query.get("container") or pod["spec"]["containers"][0]["name"]
+    if "container" not in query and len(pod["spec"]["containers"]) > 1:
+        raise ApiError(400, "BadRequest", f"a container name must be specified for pod {name}, "
+                                          f"choose one of: {[c['name'] for c in pod['spec']['containers']]}")
+    if container not in containers:
+        raise ApiError(400, "BadRequest", f"container {container} is not valid for pod {name}")
+    log = emu.logs.get((namespace, name, container))
+    previous = query.get("previous") == "true"
+    if previous and (log is None or len(log.instances) < 2):
+        raise ApiError(400, "BadRequest", f'previous terminated container "{container}" in pod "{name}" not found')
+    if log is None or not log.instances or not log.instances[-1].exists():
         raise ApiError(400, "BadRequest", f'container "{container}" in pod "{name}" is waiting to start: ContainerCreating')
-    return 200, source.read_bytes()
+    return log, len(log.instances) - (2 if previous else 1)
+
+
+def _rotated(path: Path, rotate: int) -> int:
+    """Where the kubelet's current log file starts: the bytes before it were rotated away."""
+    size = path.stat().st_size
+    return (size // rotate) * rotate if rotate and size >= rotate else 0
+
+
+def _log(emu: Emulator, namespace: str, name: str, query: dict) -> tuple[int, bytes]:
+    log, instance = _container_log(emu, namespace, name, query)
+    path = log.instances[instance]
+    with open(path, "rb") as f:
+        f.seek(_rotated(path, emu.log_rotate_bytes))
+        return 200, f.read()

@@ -1,22 +1,29 @@
-"""The schemas manifests are checked against: the real Kubeflow CRDs in ``../shared/crds/`` and, for
+"""The schemas manifests are checked against: the real Kubeflow CRDs in ``tests/data/crds/`` and, for
 the built-in kinds (batch/v1 Job, RBAC, PVC …), the Kubernetes OpenAPI schema.
 
 CRD schemas are applied as a server does with ``fieldValidation=Strict``: an object schema that
 lists its properties (and does not preserve unknown fields) accepts no other keys. CEL rules
-(``x-kubernetes-validations``) are not evaluated.
+(``x-kubernetes-validations``) are not evaluated. :func:`field_check` splits what a server does
+with an object: unknown fields (pruned with a warning under the default ``Warn``, a 400 under
+``Strict``) apart from invalid values (always a 422).
+
+Trainer v2.1 is served from the v2.3 CRD less the fields v2.2 added (``runtimePatches``,
+``activeDeadlineSeconds``) plus v2.1's ``podTemplateOverrides``: ``trainjob_types.go`` at v2.1.0.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import re
 from pathlib import Path
 from typing import Any, Callable
 
 import jsonschema
 import yaml
 
-CRDS = Path(os.environ.get("KUBEBENCH_CRDS", Path(__file__).resolve().parents[3] / "shared" / "crds"))
+# Vendored with the tests (upstream files byte for byte; SOURCES.md there records repository, tag and sha256).
+CRDS = Path(os.environ.get("KUBEBENCH_CRDS") or Path(__file__).resolve().parents[1] / "data" / "crds")
 CRD_FILES = {
     ("kubeflow.org", "v1", "PyTorchJob"): "kubeflow.org_pytorchjobs.yaml",
     ("kubeflow.org", "v1", "TFJob"): "kubeflow.org_tfjobs.yaml",
@@ -31,18 +38,25 @@ Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def crds_available() -> bool:
-    """Whether the CRD folder is there (it sits beside the repository)."""
+    """Whether every CRD file is in the CRD folder (vendored in tests/data/crds)."""
     return all((CRDS / f).is_file() for f in CRD_FILES.values())
 
 
 @functools.cache
-def crd_validator(group: str, version: str, kind: str) -> jsonschema.protocols.Validator:
-    """A validator for ``kind`` of ``group/version``: the served version's openAPIV3Schema, strict."""
+def crd_validator(group: str, version: str, kind: str, trainer: str = "2.3") -> jsonschema.protocols.Validator:
+    """A validator for ``kind`` of ``group/version``: the served version's openAPIV3Schema, strict
+    (``trainer``: the Trainer release serving TrainJob, see the module's docstring)."""
     crd = yaml.load((CRDS / CRD_FILES[(group, version, kind)]).read_text(), Loader=Loader)
     assert crd["spec"]["names"]["kind"] == kind and crd["spec"]["group"] == group
     (served,) = [v for v in crd["spec"]["versions"] if v["name"] == version and v.get("served")]
-    schema = strict(served["schema"]["openAPIV3Schema"])
-    return jsonschema.Draft7Validator(schema)
+    schema = served["schema"]["openAPIV3Schema"]
+    if kind == "TrainJob" and trainer < "2.2":
+        spec = schema["properties"]["spec"]["properties"]
+        for added in ("runtimePatches", "activeDeadlineSeconds"):
+            spec.pop(added)
+        spec["podTemplateOverrides"] = {"type": "array", "items": {"type": "object",
+                                                                  "x-kubernetes-preserve-unknown-fields": True}}
+    return jsonschema.Draft7Validator(strict(schema))
 
 
 def strict(schema: Any) -> Any:
@@ -84,6 +98,51 @@ def _client_model_errors(doc: dict) -> list[str]:
     model = getattr(client, f"V1{doc['kind']}")
     validator = jsonschema.Draft202012Validator(model.model_json_schema(by_alias=True))
     return [f"{'.'.join(map(str, e.path))}: {e.message}" for e in validator.iter_errors(doc)]
+
+
+@functools.cache
+def _builtin_strict(kind: str, api_version: str) -> jsonschema.protocols.Validator | None:
+    """kubernetes-validate's strict schema of a built-in kind (None when it is not installed)."""
+    try:
+        import kubernetes_validate.utils as kv
+        from referencing import Registry, Resource
+    except ImportError:
+        return None
+    folder = f"kubernetes-json-schema/v{kv.latest_version()}-local-strict"
+    group = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
+    schema = kv.schema_contents(f"{folder}/{kind.lower()}-{group}.json", api_version)
+    definitions = kv.schema_contents(f"{folder}/_definitions.json", api_version)
+    registry = Resource.from_contents(definitions) @ (Resource.from_contents(schema) @ Registry())
+    return jsonschema.Draft202012Validator(schema, registry=registry)
+
+
+def field_check(doc: dict, trainer: str = "2.3") -> tuple[list[str], list[str]]:
+    """``(unknown fields, invalid values)`` of an object, as the API server sorts them: unknown
+    fields as dotted paths (``spec.runtimePatches``), the rest as messages."""
+    group, _, version = doc["apiVersion"].rpartition("/")
+    key = (group, version, doc["kind"])
+    validator = crd_validator(*key, trainer) if key in CRD_FILES else _builtin_strict(doc["kind"], doc["apiVersion"])
+    if validator is None:
+        return [], []
+    unknown, errors = [], []
+    for e in validator.iter_errors(doc):
+        if e.validator == "additionalProperties" and isinstance(e.instance, dict):
+            known = e.schema.get("properties") or {}
+            unknown += [".".join(map(str, [*e.absolute_path, k])) for k in e.instance if k not in known]
+        else:
+            errors.append(f"{'.'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}")
+    return unknown, errors
+
+
+def prune(doc: dict, paths: list[str]) -> dict:
+    """``doc`` without the fields at ``paths`` (what a server does with unknown fields)."""
+    for path in paths:
+        *parents, last = path.split(".")
+        node: Any = doc
+        for part in parents:
+            node = node[int(part)] if isinstance(node, list) else node[part]
+        node.pop(last, None)
+    return doc
 
 
 def errors_of(doc: dict) -> list[str]:

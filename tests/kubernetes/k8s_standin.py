@@ -1,21 +1,24 @@
 """A test-only stand-in for what runs jobs on a cluster: Kubeflow's operators, the Job and JobSet
-controllers, the scheduler and the kubelet, on one node.
+controllers, Kueue, the scheduler and the kubelet, on one node.
 
-It subscribes to the emulator's store as a controller's informer would. For each new job it creates
-the pods its operator would (names, operator labels, owner references), schedules them on its one
-node (no GPUs; the claims must exist), runs every replica as a local process with the environment
-the operator would give it (``kubebench.backends.local.plan_launches``, with the claim's mount path
-mapped to a local folder), serves their output as pod logs, and writes pod and job status back:
-Kubeflow's Created/Running/Succeeded/Failed conditions, a batch Job's Complete/Failed, a TrainJob's
-Complete/Failed, with the reasons those controllers give. Deleting a job kills its processes.
+It subscribes to the emulator's store as a controller's informer would and follows the operators,
+not kubebench: each kind's controller (:mod:`k8s_operators`) creates the pods its operator would
+(names, labels, owner references, the environment that operator injects and nothing more), reacts
+to failures, deadlines and suspension as that operator does at the version chosen
+(``training_operator`` 1.9.3 / 1.9.4, ``trainer`` 2.1 … 2.3), and writes the job's status with its
+conditions and reasons. The kubelet (:mod:`k8s_kubelet`) runs each container as a local process with
+the claim's mount path mapped to a local folder, serves its log through the emulator, restarts it
+under ``restartPolicy: OnFailure``, and stops it when its pod is deleted (graceful deletion).
+Kueue (:mod:`k8s_kueue`) is there when ``kueue`` is given.
 """
 
 from __future__ import annotations
 
+import copy
 import os
 import queue
 import random
-import signal
+import socket
 import string
 import subprocess
 import threading
@@ -24,46 +27,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from k8s_emulator import KINDS, PODS, ApiError, Emulator
-
-from kubebench.backends.local import ReplicaLaunch, plan_launches
-from kubebench.render.kinds import TRAINER_NODE, pod_templates, replica_groups
+from k8s_emulator import KINDS, PODS, ApiError, ContainerLog, Emulator
+from k8s_kubelet import SSHD, Box, Kubelet, PodSim, local_argv, path_of
+from k8s_kueue import Kueue
+from k8s_operators import JobController, MpiOperator, TrainerController, TrainingOperator
 
 JOB_KINDS = ("PyTorchJob", "TFJob", "MPIJob", "TrainJob", "Job")
 CLAIMS = ("", "v1", "persistentvolumeclaims")
-_UNITS = {"m": 1e-3, "k": 1e3, "Ki": 2**10, "M": 1e6, "Mi": 2**20, "G": 1e9, "Gi": 2**30, "T": 1e12, "Ti": 2**40}
-
-
-def quantity(text: Any) -> float:
-    """A Kubernetes quantity as a number (``500m`` → 0.5, ``2Gi`` → 2147483648)."""
-    text = str(text)
-    for unit in sorted(_UNITS, key=len, reverse=True):
-        if text.endswith(unit):
-            return float(text[: -len(unit)]) * _UNITS[unit]
-    return float(text)
-
-
-@dataclass
-class Node:
-    """The one node pods are scheduled on."""
-
-    labels: dict[str, str] = field(default_factory=lambda: {"kubernetes.io/hostname": "node-1", "kubernetes.io/os": "linux"})
-    allocatable: dict[str, str] = field(default_factory=lambda: {"cpu": "64", "memory": "256Gi"})
-
-
-@dataclass
-class Replica:
-    """One pod of a job and the process playing its main container."""
-
-    type: str
-    index: int
-    pod: str
-    container: dict[str, Any]
-    launch: ReplicaLaunch | None
-    state: str = "pending"  # pending | running | succeeded | failed | stuck
-    process: subprocess.Popen | None = None
-    log: Path | None = None
-    ends: float = 0.0  # when a simulated replica ends
+__all__ = ["CLAIMS", "JOB_KINDS", "OperatorStandIn", "Tracked", "quantity"]
+from k8s_kubelet import quantity  # noqa: E402  (re-exported)
 
 
 @dataclass
@@ -75,52 +47,89 @@ class Tracked:
     name: str
     kind: str
     api_version: str
-    replicas: list[Replica]
-    deadline: float | None
-    created: float
+    uid: str
+    obj: dict[str, Any]
+    created: float = field(default_factory=time.monotonic)
+    created_wall: float = 0.0
+    start_time: float | None = None  # status.startTime (epoch seconds)
+    conditions: list[dict] = field(default_factory=list)
+    pods: list[PodSim] = field(default_factory=list)
     finished: float | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def replicas(self) -> list[PodSim]:
+        """The job's pods that still exist."""
+        return [p for p in self.pods if p.stage != "gone"]
 
 
 class OperatorStandIn:
     """Runs the jobs created in the emulator; ``start()`` and ``stop()`` it around a test."""
 
-    def __init__(self, emulator: Emulator, local_root: Path, workdir: Path, logs: Path,
-                 mount_path: str = "/kubebench", simulate: float | None = None) -> None:
+    def __init__(self, emulator: Emulator, local_root: Path, workdir: Path, logs: Path, mount_path: str = "/kubebench",
+                 simulate: float | None = None, training_operator: str = "1.9.4", trainer: str = "2.3",
+                 kueue: Kueue | None = None) -> None:
         self.emulator, self.store = emulator, emulator.store
         self.local_root, self.workdir, self.logs, self.mount_path = local_root, workdir, logs, mount_path
         self.simulate = simulate
-        self.node = Node()
-        self.unpullable = ("does-not-exist",)
+        self.host = "127.0.0.1"  # every pod's DNS name resolves to the one node
+        self.kubelet = Kubelet(self)
+        self.node = self.kubelet.node
+        self.kueue = kueue
+        self.refuse_pods: str | None = None  # a reason every pod create is refused (PodSecurity …)
+        #: A container a mutating webhook adds first to every pod (a service mesh's proxy).
+        self.inject_sidecar: dict | None = None
+        self.controllers = {"PyTorchJob": TrainingOperator(self, training_operator), "TFJob": TrainingOperator(self, training_operator),
+                            "Job": JobController(self), "TrainJob": TrainerController(self, trainer),
+                            "MPIJob/kubeflow.org/v1": TrainingOperator(self, training_operator), "MPIJob": MpiOperator(self)}
         self.jobs: dict[tuple[str, str], Tracked] = {}
+        self.pods: dict[tuple[str, str], PodSim] = {}
         self.timings: dict[str, tuple[float, float]] = {}  # job name → (created, finished)
         self.max_active = 0  # most jobs running at once
-        self._started: list[subprocess.Popen] = []
+        self.started_processes: list[subprocess.Popen] = []
         self._events: queue.Queue = queue.Queue()
         self.errors: list[Exception] = []
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True, name="operator-stand-in")
 
+    @property
+    def unpullable(self) -> tuple[str, ...]:
+        return self.kubelet.unpullable
+
     def start(self) -> "OperatorStandIn":
         """Subscribe to the store and start working."""
         self.logs.mkdir(parents=True, exist_ok=True)
         self.store.listeners.append(self._on_event)
+        self.store.kubelets.add(self.node.name)
+        if self.kueue is not None:
+            self.store.admission.append(self.kueue.webhook)
+        self.store.create(("", "v1", "nodes"), "", {"apiVersion": "v1", "kind": "Node", "metadata": {
+            "name": self.node.name, "labels": self.node.labels}, "status": {}})
         self._thread.start()
         return self
 
     def stop(self) -> None:
         """Stop working and kill every process still running."""
         self.store.listeners.remove(self._on_event)
+        self.store.kubelets.discard(self.node.name)
         self._stopped.set()
         self._thread.join(timeout=10)
-        for process in self._started:
-            _kill(process)
+        for pod in list(self.pods.values()):
+            self.kubelet.kill(pod)
+        for process in self.started_processes:
+            if process.poll() is None:
+                process.kill()
+            process.wait()
 
     def processes(self) -> list[subprocess.Popen]:
         """Every process started, ended or not."""
-        return list(self._started)
+        return list(self.started_processes)
+
+    # --- events and the loop ------------------------------------------------------------------
 
     def _on_event(self, kind: str, key: tuple, obj: dict) -> None:
-        if KINDS.get(key) in JOB_KINDS and kind in ("ADDED", "DELETED"):
+        # Called under the store's lock: only queue the change.
+        if KINDS.get(key) in JOB_KINDS or key == PODS:
             self._events.put((kind, key, obj))
 
     def _loop(self) -> None:
@@ -134,260 +143,213 @@ class OperatorStandIn:
 
     def _step(self) -> None:
         try:
-            kind, key, obj = self._events.get(timeout=0.01)
-            if kind == "ADDED":
-                self._start_job(key, obj)
-            else:
-                job = self.jobs.pop((obj["metadata"]["namespace"], obj["metadata"]["name"]), None)
-                if job:
-                    self._kill(job)
+            while True:
+                self._apply(*self._events.get(timeout=0.01))
         except queue.Empty:
             pass
+        if self.kueue is not None:
+            self.kueue.tick(self)
         for job in list(self.jobs.values()):
-            if job.finished is None:
-                self._tick(job)
+            self._controller(job).tick(job)
+        for pod in list(self.pods.values()):
+            if pod.stage not in ("done", "terminating", "gone"):
+                self.kubelet.step(pod)
 
-    # --- starting a job ---------------------------------------------------------------------
+    def _apply(self, kind: str, key: tuple, obj: dict) -> None:
+        meta = obj["metadata"]
+        name = (meta["namespace"], meta["name"])
+        if key == PODS:
+            pod = self.pods.get(name)
+            if pod is None or pod.uid != meta.get("uid"):
+                return
+            if kind == "DELETED":
+                pod.stage = "gone"
+                self.kubelet.kill(pod)
+            elif meta.get("deletionTimestamp") and pod.stage not in ("terminating", "gone"):
+                pod.stage = "terminating"
+                grace = float(meta.get("deletionGracePeriodSeconds") or 0)
+                threading.Thread(target=self.kubelet.terminate, args=(pod, grace), daemon=True).start()
+            return
+        if kind == "ADDED":
+            self._start_job(key, obj)
+        elif kind == "MODIFIED" and name in self.jobs and self.jobs[name].uid == meta.get("uid"):
+            self.jobs[name].obj = obj
+        elif kind == "DELETED" and name in self.jobs and self.jobs[name].uid == meta.get("uid"):
+            self.jobs.pop(name)  # its pods go with the garbage collector
 
     def _start_job(self, key: tuple, obj: dict) -> None:
-        meta, kind = obj["metadata"], obj["kind"]
-        deadline = _active_deadline(obj)
-        job = Tracked(key, meta["namespace"], meta["name"], kind, obj["apiVersion"], [],
-                      time.monotonic() + deadline if deadline else None, time.monotonic())
+        meta = obj["metadata"]
+        job = Tracked(key, meta["namespace"], meta["name"], obj["kind"], obj["apiVersion"], meta["uid"], obj)
         self.jobs[(job.namespace, job.name)] = job
         self.max_active = max(self.max_active, sum(j.finished is None for j in self.jobs.values()))
-        launches = {launch.name: launch for launch in plan_launches(self._local(obj), self.logs)}
-        groups, templates = replica_groups(obj), pod_templates(_copy(obj))
-        if kind == "TrainJob":  # one pod template (the runtime patch's) for its one group of nodes
-            templates = templates * len(groups)
-        for group, template in zip(groups, templates):
-            for index in range(group.count):
-                launch = launches.get(f"{group.type}-{index}")
-                pod = self._pod(obj, job, group.type, index, template, group.template)
-                container = pod["spec"]["containers"][0]
-                job.replicas.append(Replica(group.type, index, pod["metadata"]["name"], container, launch))
-                self.store.create(PODS, job.namespace, pod)
-        self._job_status(job, "Running")
-        for replica in job.replicas:
-            self._schedule(job, replica)
+        self._controller(job).start(job)
 
-    def _pod(self, obj: dict, job: Tracked, rtype: str, index: int, template: dict, group_template: dict) -> dict:
-        spec = _copy(template.get("spec") or {})
-        if job.kind == "TrainJob":  # the trainer's container, plus what the runtime patch adds to it
-            patch = next((c for c in spec.get("containers", []) if c.get("name") == TRAINER_NODE), {})
-            node = {**group_template["spec"]["containers"][0], **{k: v for k, v in patch.items() if k != "name"}}
-            spec["containers"] = [node] + [c for c in spec.get("containers", []) if c.get("name") != TRAINER_NODE]
-        labels = {**((template.get("metadata") or {}).get("labels") or {}), **_operator_labels(job, rtype, index)}
-        owner = {"apiVersion": job.api_version, "kind": job.kind, "name": job.name,
-                 "uid": obj["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}
-        return {"apiVersion": "v1", "kind": "Pod",
-                "metadata": {"name": _pod_name(job, rtype, index), "labels": labels, "ownerReferences": [owner]},
-                "spec": {**spec, "nodeName": self.node.labels["kubernetes.io/hostname"]},
-                "status": {"phase": "Pending"}}
+    def _controller(self, job: Tracked):
+        if job.kind == "MPIJob" and job.api_version == "kubeflow.org/v1":
+            return self.controllers["MPIJob/kubeflow.org/v1"]
+        return self.controllers[job.kind]
 
-    def _schedule(self, job: Tracked, replica: Replica) -> None:
-        pod = self.store.get(PODS, job.namespace, replica.pod)
-        why = self._unschedulable(job.namespace, pod["spec"])
-        if why:
-            replica.state = "stuck"
-            condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": why}
-            return self._pod_status(job, replica, {"phase": "Pending", "conditions": [condition]})
-        image = replica.container.get("image", "")
-        if any(bad in image for bad in self.unpullable):
-            replica.state = "stuck"
-            waiting = {"reason": "ImagePullBackOff", "message": f'Back-off pulling image "{image}"'}
-            return self._pod_status(job, replica, _pod_state("Pending", replica, {"waiting": waiting}))
-        self._run(job, replica)
+    # --- what the controllers call ------------------------------------------------------------
 
-    def _unschedulable(self, namespace: str, spec: dict) -> str | None:
-        selector = spec.get("nodeSelector") or {}
-        if any(self.node.labels.get(k) != v for k, v in selector.items()):
-            return "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector."
-        for container in spec.get("containers", []):
-            for resource, amount in ((container.get("resources") or {}).get("requests") or {}).items():
-                if quantity(amount) > quantity(self.node.allocatable.get(resource, 0)):
-                    return f"0/1 nodes are available: 1 Insufficient {resource}."
-        for volume in spec.get("volumes") or []:
-            claim = (volume.get("persistentVolumeClaim") or {}).get("claimName")
-            if claim:
-                try:
-                    self.store.get(CLAIMS, namespace, claim)
-                except ApiError:
-                    return f'0/1 nodes are available: persistentvolumeclaim "{claim}" not found.'
-        return None
-
-    def _run(self, job: Tracked, replica: Replica) -> None:
-        replica.log = self.logs / f"{job.namespace}_{replica.pod}.log"
-        replica.state = "running"
-        if self.simulate is not None:
-            replica.log.write_text(f"{replica.type}-{replica.index} simulated\n")
-            replica.ends = time.monotonic() + self.simulate
-        elif replica.launch is not None:
-            with open(replica.log, "wb") as log:
-                replica.process = subprocess.Popen(
-                    replica.launch.argv, env={**os.environ, **replica.launch.env}, cwd=self.workdir,
-                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-            self._started.append(replica.process)
-        else:
-            replica.log.write_text("")  # an MPI worker: hosts ranks, runs nothing of its own
-        self.emulator.logs[(job.namespace, replica.pod)] = replica.log
-        self._pod_status(job, replica, _pod_state("Running", replica, {"running": {"startedAt": _now()}}))
-
-    # --- following a job --------------------------------------------------------------------
-
-    def _tick(self, job: Tracked) -> None:
-        for replica in job.replicas:
-            if replica.state == "running":
-                code = self._exit_code(replica)
-                if code is not None:
-                    replica.state = "succeeded" if code == 0 else "failed"
-                    terminated = {"exitCode": code, "reason": "Completed" if code == 0 else "Error", "finishedAt": _now()}
-                    phase = "Succeeded" if code == 0 else "Failed"
-                    self._pod_status(job, replica, _pod_state(phase, replica, {"terminated": terminated}))
-        failed = [r for r in job.replicas if r.state == "failed"]
-        workers = [r for r in job.replicas if r.launch is not None or self.simulate is not None]
-        if failed:
-            self._finish(job, "Failed", _failure(job, failed[0]))
-        elif job.deadline is not None and time.monotonic() > job.deadline:
-            self._finish(job, "Failed", ("DeadlineExceeded", f"{job.kind} {job.name} was active longer than specified deadline"))
-        elif workers and all(r.state == "succeeded" for r in workers):
-            self._finish(job, "Succeeded", None)
-
-    def _exit_code(self, replica: Replica) -> int | None:
-        if self.simulate is not None:
-            return 0 if time.monotonic() >= replica.ends else None
-        if replica.process is None:
-            return None
-        code = replica.process.poll()
-        return None if code is None else (128 - code if code < 0 else code)
-
-    def _finish(self, job: Tracked, outcome: str, why: tuple[str, str] | None) -> None:
-        job.finished = time.monotonic()
-        self.timings[job.name] = (job.created, job.finished)
-        self._kill(job)  # like cleanPodPolicy None, the pods keep the status they had
-        self._job_status(job, outcome, why)
-
-    def _kill(self, job: Tracked) -> None:
-        for replica in job.replicas:
-            if replica.process:
-                _kill(replica.process)
-
-    # --- writing status ---------------------------------------------------------------------
-
-    def _pod_status(self, job: Tracked, replica: Replica, status: dict) -> None:
-        self._write(PODS, job.namespace, replica.pod, status)
-
-    def _job_status(self, job: Tracked, phase: str, why: tuple[str, str] | None = None) -> None:
-        self._write(job.key, job.namespace, job.name, _job_status(job, phase, why))
-
-    def _write(self, key: tuple, namespace: str, name: str, status: dict) -> None:
+    def create_pod(self, job: Tracked, rtype: str, index: int, template: dict, env: dict[str, str],
+                   restart_policy: str, name: str, labels: dict[str, str], owner: dict | None = None) -> PodSim | None:
+        """Create a pod of ``job`` from ``template``; a refused create is a FailedCreate event on the job."""
+        spec = copy.deepcopy(template.get("spec") or {})
+        spec["restartPolicy"] = restart_policy
+        if self.inject_sidecar is not None:  # injected first, as Linkerd does
+            spec["containers"] = [copy.deepcopy(self.inject_sidecar)] + spec.get("containers", [])
+        meta = template.get("metadata") or {}
+        owner = owner or {"apiVersion": job.api_version, "kind": job.kind, "name": job.name, "uid": job.uid,
+                          "controller": True, "blockOwnerDeletion": True}
+        body = {"apiVersion": "v1", "kind": "Pod", "spec": spec, "metadata": {
+            "name": name, "labels": {**(meta.get("labels") or {}), **labels},
+            "annotations": dict(meta.get("annotations") or {}), "ownerReferences": [owner]}}
         try:
-            self.store.update(key, namespace, name, lambda o: {**o, "status": status}, status=True)
+            if self.refuse_pods:
+                raise ApiError(403, "Forbidden", f'pods "{name}" is forbidden: {self.refuse_pods}')
+            created = self.store.create(PODS, job.namespace, body)
+        except ApiError as e:
+            if not job.data.get("failed_create"):
+                job.data["failed_create"] = True
+                self.event(job, "FailedCreate", f"Error creating: {e.message}")
+            return None
+        boxes = []
+        for container, init in [(c, True) for c in spec.get("initContainers") or []] + \
+                               [(c, False) for c in spec.get("containers") or []]:
+            log = ContainerLog()
+            self.emulator.logs[(job.namespace, name, container["name"])] = log
+            boxes.append(Box(container["name"], container, init, log))
+        pod = PodSim(job, name, rtype, index, spec, env, boxes, restart_policy, uid=created["metadata"]["uid"])
+        job.pods.append(pod)
+        self.pods[(job.namespace, name)] = pod
+        self.kubelet.write(pod)
+        return pod
+
+    def delete_pod(self, pod: PodSim) -> None:
+        """Delete a pod through the API (its kubelet then stops it)."""
+        try:
+            self.store.delete(PODS, pod.job.namespace, pod.name, "Background")
+        except ApiError:
+            pass
+
+    def event(self, about: Tracked | PodSim, reason: str, message: str, source: str = "") -> None:
+        """Record an Event about a job or a pod."""
+        if isinstance(about, PodSim):
+            involved = {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": about.name, "uid": about.uid}}
+            namespace = about.job.namespace
+        else:
+            involved = {"kind": about.kind, "apiVersion": about.api_version, "metadata": {"name": about.name, "uid": about.uid}}
+            namespace = about.namespace
+        self.store.record_event(namespace, involved, reason, message, source=source or f"{about.__class__.__name__}")
+
+    def finished(self, job: Tracked) -> None:
+        self.timings[job.name] = (job.created, job.finished or time.monotonic())
+        self.write_job(job)
+
+    def write_job(self, job: Tracked) -> None:
+        """Write the job's status (only when it changed, as controllers do)."""
+        status: dict[str, Any] = {"conditions": list(job.conditions)}
+        if job.start_time is not None and job.kind != "TrainJob":
+            status["startTime"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(job.start_time))
+        if job.kind in ("PyTorchJob", "TFJob", "MPIJob"):
+            status["replicaStatuses"] = {p.type.capitalize(): {"active": sum(q.type == p.type and q.phase == "Running"
+                                                                             for q in job.replicas)} for p in job.replicas}
+        if status == job.data.get("written"):
+            return
+        job.data["written"] = status
+        try:
+            self.store.update(job.key, job.namespace, job.name, lambda o: {**o, "status": status}, status=True)
         except ApiError:
             pass  # deleted meanwhile
 
-    def _local(self, obj: dict) -> dict:
-        """The manifest with the claim's mount path replaced by the local folder (env and commands)."""
-        mount, root = self.mount_path.rstrip("/"), str(self.local_root)
+    def set_suspend(self, job: Tracked, value: bool) -> None:
+        """Set the job's ``suspend`` (Kueue does it through the API)."""
+        def change(obj: dict) -> dict:
+            spec = obj.setdefault("spec", {})
+            (spec.setdefault("runPolicy", {}) if job.kind in ("PyTorchJob", "TFJob", "MPIJob") else spec)["suspend"] = value
+            return obj
 
-        def swap(value: Any) -> Any:
-            if isinstance(value, str) and (value == mount or value.startswith(mount + "/")):
-                return root + value[len(mount):]
-            if isinstance(value, list):
-                return [swap(v) for v in value]
-            if isinstance(value, dict):
-                return {k: swap(v) for k, v in value.items()}
-            return value
-
-        return swap(obj)
-
-
-def _kill(process: subprocess.Popen) -> None:
-    if process.poll() is None:
         try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
+            job.obj = self.store.update(job.key, job.namespace, job.name, change)
+        except ApiError:
             pass
-    process.wait()
 
+    def evict(self, pod: PodSim, message: str = "The node was low on resource: memory. Threshold quantity: 100Mi.") -> None:
+        """Evict a pod as the kubelet does under node pressure: its containers are killed and it stays
+        Failed with reason Evicted and a DisruptionTarget condition."""
+        self.kubelet.kill(pod)
+        for box in pod.boxes:
+            if box.state == "running":
+                box.state, box.code, box.reason = "terminated", 137, "Error"
+        pod.phase, pod.stage, pod.reason, pod.message = "Failed", "done", "Evicted", message
+        pod.conditions = [*pod.conditions, {"type": "DisruptionTarget", "status": "True", "reason": "TerminationByKubelet",
+                                            "message": message}]
+        self.kubelet.write(pod)
 
-def _copy(obj: Any) -> Any:
-    import copy
+    def preempt_pod(self, pod: PodSim) -> None:
+        """Preempt a pod as the scheduler does: a DisruptionTarget condition, then the pod is deleted
+        (and a Kubeflow v1 operator creates it again under the same name)."""
+        pod.conditions = [*pod.conditions, {"type": "DisruptionTarget", "status": "True",
+                                            "reason": "PreemptionByScheduler",
+                                            "message": "Preempted in order to admit critical pod"}]
+        self.kubelet.write(pod)
+        self.delete_pod(pod)
 
-    return copy.deepcopy(obj)
+    def free_port(self) -> int:
+        with socket.socket() as s:
+            s.bind((self.host, 0))
+            return s.getsockname()[1]
 
+    def suffix(self) -> str:
+        return "".join(random.choices(string.ascii_lowercase + string.digits, k=5))
 
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    def mpi_env(self, job: Tracked, role: str) -> dict[str, str]:
+        """What mpi-operator gives the launcher (and the training operator's MPIJob): a hostfile."""
+        workers = int(((job.obj["spec"].get("mpiReplicaSpecs") or {}).get("Worker") or {}).get("replicas", 0))
+        hostfile = self.logs / f"{job.namespace}_{job.name}.hostfile"
+        hostfile.write_text(f"localhost slots={max(1, workers)}\n")
+        return {"OMPI_MCA_orte_default_hostfile": str(hostfile), "OMPI_MCA_orte_keep_fqdn_hostnames": "true",
+                "OMPI_MCA_plm_rsh_args": "-o ConnectionAttempts=10", "OMPI_MCA_hwloc_base_binding_policy": "none",
+                "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "K_MPI_JOB_ROLE": role}
 
+    # --- what the kubelet calls ---------------------------------------------------------------
 
-def _suffix() -> str:
-    return "".join(random.choices(string.ascii_lowercase + string.digits, k=5))
+    def argv(self, spec: dict) -> tuple[str, ...] | None:
+        """The container's command as this machine runs it; SSHD for an SSH server; None for an image's
+        default that ends at once (images with ``mpi`` in their name default to an SSH server)."""
+        argv = tuple(path_of(str(a), self.mount_path, self.local_root)
+                     for a in (spec.get("command") or []) + (spec.get("args") or []))
+        if not argv:
+            return SSHD if "mpi" in spec.get("image", "") else None
+        if os.path.basename(argv[0]) == "sshd":
+            return SSHD
+        return local_argv(argv)
 
+    def env_of(self, spec: dict) -> dict[str, str]:
+        """The container's own environment (values only), with the claim mapped to its local folder."""
+        return {e["name"]: path_of(str(e.get("value", "")), self.mount_path, self.local_root)
+                for e in spec.get("env") or [] if "value" in e}
 
-def _active_deadline(obj: dict) -> float | None:
-    spec = obj.get("spec") or {}
-    return (spec.get("runPolicy") or {}).get("activeDeadlineSeconds") or spec.get("activeDeadlineSeconds")
+    def before_start(self, pod: PodSim, box: Box, path: Path) -> tuple[int, str] | str | None:
+        """What the cluster does to a container about to start: None (it runs), ``"wait"`` (not yet),
+        or ``(exit code, log)`` when it fails before its command can do anything.
 
-
-def _pod_name(job: Tracked, rtype: str, index: int) -> str:
-    if job.kind == "Job":
-        return f"{job.name}-{index}-{_suffix()}"
-    if job.kind == "TrainJob":
-        return f"{job.name}-node-0-{index}-{_suffix()}"
-    if job.kind == "MPIJob" and job.api_version.endswith("v2beta1") and rtype == "launcher":
-        return f"{job.name}-launcher-{_suffix()}"
-    return f"{job.name}-{rtype}-{index}"
-
-
-def _operator_labels(job: Tracked, rtype: str, index: int) -> dict[str, str]:
-    if job.kind == "Job":
-        return {"batch.kubernetes.io/job-name": job.name, "job-name": job.name,
-                "batch.kubernetes.io/job-completion-index": str(index)}
-    if job.kind == "TrainJob":
-        return {"jobset.sigs.k8s.io/jobset-name": job.name, "jobset.sigs.k8s.io/replicatedjob-name": TRAINER_NODE,
-                "jobset.sigs.k8s.io/job-index": "0", "batch.kubernetes.io/job-completion-index": str(index)}
-    labels = {"training.kubeflow.org/job-name": job.name, "training.kubeflow.org/replica-index": str(index)}
-    if job.kind == "MPIJob" and job.api_version.endswith("v2beta1"):
-        return {**labels, "training.kubeflow.org/operator-name": "mpi-operator", "training.kubeflow.org/job-role": rtype}
-    labels |= {"training.kubeflow.org/operator-name": f"{job.kind.lower()}-controller",
-               "training.kubeflow.org/replica-type": rtype}
-    return labels | ({"training.kubeflow.org/job-role": "master"} if rtype == "master" else {})
-
-
-def _pod_state(phase: str, replica: Replica, state: dict) -> dict:
-    status = {"name": replica.container.get("name", "main"), "image": replica.container.get("image", ""),
-              "ready": "running" in state, "restartCount": 0, "state": state}
-    return {"phase": phase, "conditions": [{"type": "PodScheduled", "status": "True"}], "containerStatuses": [status]}
-
-
-def _failure(job: Tracked, replica: Replica) -> tuple[str, str]:
-    if job.kind == "Job":
-        return "BackoffLimitExceeded", "Job has reached the specified backoff limit"
-    if job.kind == "TrainJob":
-        return "FailedJobs", f"jobset {job.name} failed: job {job.name}-node-0 failed"
-    return f"{job.kind}Failed", f"{job.kind} {job.namespace}/{job.name} is failed because 1 {replica.type.capitalize()} replica(s) failed."
-
-
-def _job_status(job: Tracked, phase: str, why: tuple[str, str] | None) -> dict:
-    now = _now()
-    if job.kind in ("Job", "TrainJob"):
-        conditions = []
-        if phase == "Succeeded":
-            conditions = [{"type": "Complete", "status": "True", "reason": "CompletionsReached",
-                           "message": "Reached expected number of succeeded pods", "lastTransitionTime": now}]
-        elif phase == "Failed":
-            conditions = [{"type": "Failed", "status": "True", "reason": why[0], "message": why[1], "lastTransitionTime": now}]
-        return {"startTime": now, "conditions": conditions, **({"completionTime": now} if phase == "Succeeded" else {})}
-    conditions = [{"type": "Created", "status": "True", "reason": f"{job.kind}Created", "lastTransitionTime": now},
-                  {"type": "Running", "status": "True" if phase == "Running" else "False", "reason": f"{job.kind}Running",
-                   "lastTransitionTime": now}]
-    if phase == "Succeeded":
-        conditions.append({"type": "Succeeded", "status": "True", "reason": f"{job.kind}Succeeded",
-                           "message": f"{job.kind} {job.namespace}/{job.name} successfully completed.", "lastTransitionTime": now})
-    elif phase == "Failed":
-        conditions.append({"type": "Failed", "status": "True", "reason": why[0], "message": why[1], "lastTransitionTime": now})
-    active = {r.type.capitalize(): {"active": sum(x.type == r.type and x.state == "running" for x in job.replicas)}
-              for r in job.replicas}
-    return {"startTime": now, "conditions": conditions, "replicaStatuses": active,
-            **({"completionTime": now} if phase == "Succeeded" else {})}
+        - mpi-operator v2: a launcher started before its workers are Ready cannot resolve them (their
+          headless Service publishes only Ready pods): mpirun's ssh fails;
+        - training-operator v1 MPIJob: the launcher's init container waits for every worker to run,
+          and its ``kubectl exec`` into a worker that has ended fails.
+        """
+        job = pod.job
+        if job.kind != "MPIJob" or pod.type != "launcher" or box.init:
+            return None
+        workers = [p for p in job.replicas if p.type == "worker"]
+        if job.api_version.endswith("v2beta1"):
+            late = next((p for p in workers if not p.ready), None)
+            if late is not None:
+                return 1, (f"ssh: Could not resolve hostname {late.name}.{job.name}.{job.namespace}.svc: "
+                           "Name or service not known\nORTE was unable to reliably start one or more daemons.\n")
+            return None
+        ended = next((p for p in workers if p.phase in ("Succeeded", "Failed")), None)
+        if ended is not None:
+            return 1, f"error: cannot exec into a container in a completed pod; current phase is {ended.phase}\n"
+        return "wait" if any(p.phase != "Running" for p in workers) else None

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from k8s_cluster import Cluster
-from k8s_emulator import PODS, Faults
+from k8s_emulator import Faults
 
 PYTORCHJOBS = ("kubeflow.org", "v1", "pytorchjobs")
 SPEC = """
@@ -39,20 +39,9 @@ def attempts(ran) -> list[tuple[int, str]]:
     return [(a.attempt, a.status) for a in found]
 
 
-def test_an_oomkilled_container_is_out_of_memory_and_not_retried(cluster: Cluster, run_spec,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    operator = cluster.operator
-    write_status = operator._pod_status
-
-    def kubelet(job, replica, status: dict) -> None:
-        # what the kubelet reports when the container's cgroup ran out of memory: SIGKILL, OOMKilled
-        for container in status.get("containerStatuses") or []:
-            terminated = (container.get("state") or {}).get("terminated") or {}
-            if terminated.get("exitCode") == 137:
-                terminated["reason"] = "OOMKilled"
-        write_status(job, replica, status)
-
-    monkeypatch.setattr(operator, "_pod_status", kubelet)
+def test_an_oomkilled_container_is_out_of_memory_and_not_retried(cluster: Cluster, run_spec) -> None:
+    # what the kubelet reports when the container's cgroup ran out of memory: SIGKILL, OOMKilled
+    cluster.operator.kubelet.oom_on_sigkill = True
     ran = run_spec(spec("import os, signal; os.kill(os.getpid(), signal.SIGKILL)"))
     (run,) = ran.runs
     assert (run.status, run.exit_code) == ("failed", 137)
@@ -89,27 +78,19 @@ def test_an_evicted_pod_is_retried(cluster: Cluster, run_spec, tmp_path: Path) -
     assert (run.status, run.attempts) == ("succeeded", 2), run.reason
     (found,) = ran.store.attempts(ran.experiment_id).values()
     assert [(a.attempt, a.status) for a in found] == [(1, "failed"), (2, "succeeded")]
-    assert found[0].reason.startswith("master-0 evicted (Evicted): The node was low on resource: memory.")
+    assert found[0].reason.startswith("master-0 evicted (TerminationByKubelet): The node was low on resource: memory.")
     assert cluster.api.store.list(PYTORCHJOBS, cluster.namespace)[0] == []
 
 
 def _evict_first_job(cluster: Cluster, second: Path) -> None:
     """Evict the first job's master pod once it runs, as the kubelet does under memory pressure."""
-    store, operator = cluster.api.store, cluster.operator
+    operator = cluster.operator
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         for job in list(operator.jobs.values()):
             if job.finished is None and job.replicas and all(r.state == "running" for r in job.replicas):
-                job.finished = time.monotonic()  # the stand-in stops following it: the kubelet takes over
-                master = next(r for r in job.replicas if r.type == "master")
-                evicted = {"phase": "Failed", "reason": "Evicted",
-                           "message": "The node was low on resource: memory. Threshold quantity: 100Mi."}
-                store.update(PODS, job.namespace, master.pod, lambda o: {**o, "status": evicted}, status=True)
-                failed = {"type": "Failed", "status": "True", "reason": "PyTorchJobFailed",
-                          "message": f"PyTorchJob {job.namespace}/{job.name} has failed because a pod was evicted."}
-                store.update(job.key, job.namespace, job.name, lambda o: {**o, "status": {"conditions": [failed]}},
-                             status=True)
                 second.touch()
+                operator.evict(next(r for r in job.replicas if r.type == "master"))
                 return
         time.sleep(0.02)
 
@@ -138,10 +119,16 @@ def test_sigterm_on_the_runner_deletes_the_job_in_flight(cluster: Cluster, tmp_p
     assert runner.returncode == 143, out + err
     assert "interrupted (SIGTERM)" in err and "resume with --id term-k8s" in err and "Traceback" not in err
     assert cluster.api.store.list(PYTORCHJOBS, cluster.namespace)[0] == []
-    time.sleep(0.3)  # the stand-in sees the deletion and stops the replicas
-    assert all(p.poll() is not None for p in cluster.operator.processes())
+    wait_for(lambda: all(p.poll() is not None for p in cluster.operator.processes()))  # the kubelet stops them
     runs = json.loads(CliRunner().invoke(app, ["results", "term-k8s", "--format", "json"]).output)
     assert [(r["status"], r["reason"]) for r in runs] == [("cancelled", "cancelled by the user")]
+
+
+def wait_for(condition, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.05)
 
 
 def _pod(rtype: str, index: int, **status) -> dict:

@@ -1,5 +1,5 @@
 """Every manifest kubebench can produce for Kubernetes validates against the real schemas: the CRDs
-in ``../shared/crds/`` (served version, strict) and, for batch/v1 Job and the deploy manifests, the
+in ``tests/data/crds/`` (served version, strict) and, for batch/v1 Job and the deploy manifests, the
 Kubernetes OpenAPI schema. Also: what the backend adds to every pod (claim, service account …)."""
 
 from __future__ import annotations
@@ -9,18 +9,15 @@ from pathlib import Path
 
 import pytest
 import yaml
-from k8s_schemas import builtin_validator, crds_available, errors_of
+from k8s_schemas import builtin_validator, errors_of
 from typer.testing import CliRunner
 
 from kubebench.cli import app
-from kubebench.deploy import manifests as deploy_manifests
 from kubebench.errors import SpecError
 from kubebench.render import kinds
 from kubebench.runner import make_backend, plan_experiment
 from kubebench.settings import settings
 from kubebench.spec.load import load_spec
-
-pytestmark = pytest.mark.skipif(not crds_available(), reason="../shared/crds is not there")
 
 EXP = "bench-202401010000-abcd"
 BACKEND = """backend:
@@ -60,6 +57,11 @@ def shorthand(kind: str, workers: int, extra: str = "") -> str:
     return SHORTHAND % {"kind": kind, "workers": workers, "extra": extra}
 
 
+def backend_for(extra: str) -> str:
+    """The backend of the cases: with a Kueue queue, but for the MPIJob version Kueue does not manage."""
+    return BACKEND.replace("  queue: gpu-queue\n", "") if "kubeflow.org/v1" in extra else BACKEND
+
+
 CASES = [("PyTorchJob", ""), ("TFJob", ""), ("MPIJob", ""), ("MPIJob", "mpi_api_version: kubeflow.org/v1"),
          ("TrainJob", ""), ("Job", "")]
 
@@ -67,7 +69,7 @@ CASES = [("PyTorchJob", ""), ("TFJob", ""), ("MPIJob", ""), ("MPIJob", "mpi_api_
 @pytest.mark.parametrize("workers", [1, 3])
 @pytest.mark.parametrize(("kind", "extra"), CASES)
 def test_every_shorthand_kind_validates_against_its_schema(tmp_path: Path, kind: str, extra: str, workers: int) -> None:
-    manifest = rendered(tmp_path, shorthand(kind, workers, extra))
+    manifest = rendered(tmp_path, shorthand(kind, workers, extra), backend_for(extra))
     assert manifest["kind"] == kind
     assert errors_of(manifest) == []
 
@@ -82,21 +84,31 @@ def containers_of(manifest: dict) -> list[dict]:
 
 @pytest.mark.parametrize(("kind", "extra"), CASES)
 def test_every_pod_gets_the_claim_the_account_and_the_scheduling(tmp_path: Path, kind: str, extra: str) -> None:
-    manifest = rendered(tmp_path, shorthand(kind, 2, extra))
+    manifest = rendered(tmp_path, shorthand(kind, 2, extra), backend_for(extra))
     assert manifest["metadata"]["namespace"] == "team-a"
-    assert manifest["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "gpu-queue"
+    assert manifest["metadata"]["labels"].get("kueue.x-k8s.io/queue-name") == (None if "v1" in extra else "gpu-queue")
     for spec in pod_specs(manifest):
         assert {"name": "kubebench-storage", "persistentVolumeClaim": {"claimName": "shared-data"}} in spec["volumes"]
         assert spec["serviceAccountName"] == "bench-runner"
         assert spec["nodeSelector"] == {"nvidia.com/gpu.product": "A100", "pool": "training"}
         assert spec["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
     for container in containers_of(manifest):
-        assert {"name": "kubebench-storage", "mountPath": "/mnt/kb"} in container["volumeMounts"]
+        assert claim_mounts(container) == run_folders(manifest)
+
+
+def claim_mounts(container: dict) -> list[tuple[str, str]]:
+    return [(m["mountPath"], m.get("subPath", "")) for m in container["volumeMounts"] if m["name"] == "kubebench-storage"]
+
+
+def run_folders(manifest: dict) -> list[tuple[str, str]]:
+    """Only the run's folder and the data folder of the claim, never the whole claim (other runs, a store)."""
+    run = f"experiments/{EXP}/{manifest['metadata']['labels']['kubebench.io/run']}"
+    return [(f"/mnt/kb/{run}", run), ("/mnt/kb/data", "data")]
 
 
 @pytest.mark.parametrize(("kind", "extra"), CASES)
 def test_every_replica_gets_the_env_the_ids_the_resources_and_a_deadline(tmp_path: Path, kind: str, extra: str) -> None:
-    manifest = rendered(tmp_path, shorthand(kind, 2, extra))
+    manifest = rendered(tmp_path, shorthand(kind, 2, extra), backend_for(extra))
     labels = manifest["metadata"]["labels"]
     assert labels["kubebench.io/experiment"] == EXP and labels["kubebench.io/trial"] and labels["kubebench.io/run"]
     for template in kinds.pod_templates(manifest):
@@ -112,12 +124,13 @@ def test_every_replica_gets_the_env_the_ids_the_resources_and_a_deadline(tmp_pat
     resources = manifest["spec"]["trainer"]["resourcesPerNode"] if kind == "TrainJob" else containers_of(manifest)[0]["resources"]
     assert resources == {"requests": amounts, "limits": amounts}
     spec = manifest["spec"]
-    assert (spec.get("runPolicy") or spec)["activeDeadlineSeconds"] == 1200
+    assert (spec.get("runPolicy") or spec)["activeDeadlineSeconds"] == 1320  # after kubebench's own 20m
 
 
 def test_mpijob_api_version_is_chosen(tmp_path: Path) -> None:
     assert rendered(tmp_path, shorthand("MPIJob", 2))["apiVersion"] == "kubeflow.org/v2beta1"
-    assert rendered(tmp_path, shorthand("MPIJob", 2, "mpi_api_version: kubeflow.org/v1"))["apiVersion"] == "kubeflow.org/v1"
+    v1 = "mpi_api_version: kubeflow.org/v1"
+    assert rendered(tmp_path, shorthand("MPIJob", 2, v1), backend_for(v1))["apiVersion"] == "kubeflow.org/v1"
 
 
 TEMPLATES = {
@@ -201,13 +214,15 @@ TEMPLATE_SPEC = "name: bench\njob: {template: %s}\nparameters: {ps: 2}\ntimeout:
 @pytest.mark.parametrize("template", sorted(TEMPLATES))
 def test_templates_of_every_kind_validate_after_the_backend_decorates_them(tmp_path: Path, template: str) -> None:
     (tmp_path / template).write_text(textwrap.dedent(TEMPLATES[template]).lstrip())
-    manifest = rendered(tmp_path, TEMPLATE_SPEC % template)
+    manifest = rendered(tmp_path, TEMPLATE_SPEC % template, backend_for("kubeflow.org/v1" if "mpi-v1" in template else ""))
     assert errors_of(manifest) == []
     for container in containers_of(manifest):
-        assert {"name": "kubebench-storage", "mountPath": "/mnt/kb"} in container["volumeMounts"]
+        assert claim_mounts(container) == run_folders(manifest)
+    for pod in kinds.pod_templates(manifest):  # no Istio sidecar outliving the job's container
+        assert pod["metadata"]["annotations"]["sidecar.istio.io/inject"] == "false"
     spec = manifest["spec"]
     deadline = (spec.get("runPolicy") or spec)["activeDeadlineSeconds"]
-    assert deadline == (300 if template.startswith("pytorch") else 90)  # the template's own is kept
+    assert deadline == (300 if template.startswith("pytorch") else 150)  # the template's own is kept
 
 
 def test_a_template_trainjob_keeps_its_own_runtime_patch(tmp_path: Path) -> None:
@@ -255,35 +270,86 @@ def test_render_cli_prints_valid_manifests_for_the_kubernetes_backend(tmp_path: 
             == {"claimName": "kubebench"}
 
 
+def deploy(*args: str) -> list[dict]:
+    result = CliRunner().invoke(app, ["deploy", "manifests", *args])
+    assert result.exit_code == 0, result.output
+    return list(yaml.safe_load_all(result.output))
+
+
+def pod_templates_of(doc: dict) -> list[dict]:
+    spec = doc.get("spec") or {}
+    if doc["kind"] == "CronJob":
+        spec = spec["jobTemplate"]["spec"]
+    return [spec["template"]] if "template" in spec else []
+
+
 def test_deploy_manifests_validate_and_grant_only_what_kubebench_uses(tmp_path: Path) -> None:
     spec = tmp_path / "benchmark.yaml"
-    spec.write_text("name: b\njob: {kind: Job, command: [echo]}\nbackend: kubernetes\n")
-    result = CliRunner().invoke(app, ["deploy", "manifests", "-n", "ml", "--image", "reg/kubebench:1",
-                                      "--storage-size", "50Gi", "--spec", str(spec)])
-    assert result.exit_code == 0, result.output
-    docs = list(yaml.safe_load_all(result.output))
-    assert [d["kind"] for d in docs] == ["PersistentVolumeClaim", "ServiceAccount", "Role", "RoleBinding", "ConfigMap", "Job"]
+    spec.write_text("name: b\njob: {kind: Job, command: [python, post.py]}\nbackend: kubernetes\n")
+    (tmp_path / "params.yaml").write_text("batch_size: [1, 2]\n")
+    (tmp_path / "post.py").write_text("print('a script the spec needs')\n")
+    docs = deploy("-n", "ml", "--image", "reg/kubebench:1", "--storage-size", "50Gi", "--spec", str(spec), "--id", "nightly")
+    assert [d["kind"] for d in docs] == ["Namespace", "PersistentVolumeClaim", "ServiceAccount", "Role", "RoleBinding",
+                                         "ClusterRole", "ClusterRoleBinding", "Service", "StatefulSet", "NetworkPolicy",
+                                         "ConfigMap", "Job", "Deployment", "Service"]
     for doc in docs:
         assert builtin_validator()[1](doc) == [], doc["kind"]
-        assert doc["metadata"]["namespace"] == "ml"
-    claim, _, role, binding, config, job = docs
-    assert claim["spec"]["resources"]["requests"]["storage"] == "50Gi"
+        assert doc["metadata"].get("namespace", "ml") == "ml"
+    by_kind = {d["kind"]: d for d in docs}
+    assert by_kind["PersistentVolumeClaim"]["spec"]["resources"]["requests"]["storage"] == "50Gi"
+    role = by_kind["Role"]
     verbs = {(g, r): set(rule["verbs"]) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]}
     assert verbs[("kubeflow.org", "pytorchjobs")] == {"create", "get", "list", "watch", "delete"}
-    assert verbs[("", "pods")] == {"get", "list", "watch"} and verbs[("", "pods/log")] == {"get"}
+    assert verbs[("", "pods")] == {"get", "list", "watch", "delete"} and verbs[("", "pods/log")] == {"get"}
+    assert verbs[("", "events")] == {"list"}
     assert all("*" not in v and not v & {"update", "patch", "deletecollection"} for v in verbs.values())
-    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "kubebench", "namespace": "ml"}]
-    assert config["data"] == {"benchmark.yaml": spec.read_text()}
+    assert by_kind["ClusterRole"]["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}]
+    assert by_kind["ConfigMap"]["data"] == {"benchmark.yaml": spec.read_text(), "params.yaml": "batch_size: [1, 2]\n",
+                                            "post.py": "print('a script the spec needs')\n"}
+    job = by_kind["Job"]
+    assert job["metadata"]["name"] == "kubebench-run-nightly"  # stable: a restarted runner resumes it
     pod = job["spec"]["template"]["spec"]
-    assert pod["serviceAccountName"] == "kubebench"
-    assert pod["containers"][0]["image"] == "reg/kubebench:1"
-    assert pod["containers"][0]["command"] == ["kubebench", "run", "/etc/kubebench/spec/benchmark.yaml", "--backend", "kubernetes"]
-    assert {"name": "KUBEBENCH_HOME", "value": "/kubebench"} in pod["containers"][0]["env"]
+    assert pod["serviceAccountName"] == "kubebench" and pod["containers"][0]["image"] == "reg/kubebench:1"
+    assert pod["containers"][0]["command"] == ["kubebench", "run", "/etc/kubebench/spec/benchmark.yaml",
+                                               "--backend", "kubernetes", "--id", "nightly"]
+    env = {e["name"]: e["value"] for e in pod["containers"][0]["env"]}
+    assert env["KUBEBENCH_STORE"] == "postgresql+psycopg://kubebench@kubebench-postgres.ml.svc:5432/kubebench"
+    dashboard = by_kind["Deployment"]["spec"]["template"]["spec"]["containers"][0]
+    assert dashboard["command"][:2] == ["kubebench", "serve"] and "--read-only" in dashboard["command"]
 
 
-def test_deploy_manifests_without_a_spec_expect_the_configmap() -> None:
-    kinds_ = [d["kind"] for d in deploy_manifests()]
-    assert "ConfigMap" not in kinds_ and kinds_[-1] == "Job"
+def test_every_pod_kubebench_deploys_is_restricted_and_out_of_istio(tmp_path: Path) -> None:
+    from k8s_podsecurity import violations
+
+    for args in ([], ["--schedule", "0 2 * * *", "--store-url", "postgresql+psycopg://u@db:5432/k"]):
+        docs = deploy(*args)
+        templates = [t for d in docs for t in pod_templates_of(d)]
+        assert len(templates) == (3 if not args else 2)  # runner (Job or CronJob), dashboard, PostgreSQL
+        for template in templates:
+            assert violations(template["spec"]) == [], template["metadata"]["labels"]
+            assert template["metadata"]["annotations"] == {"sidecar.istio.io/inject": "false"}
+            assert all("runAsUser" not in (c.get("securityContext") or {}) for c in template["spec"]["containers"])
+        runner = [t for t in templates if t["metadata"]["labels"]["app.kubernetes.io/component"] == "runner"][0]
+        assert "runAsUser" not in runner["spec"]["securityContext"]  # no fixed uid (OpenShift's restricted-v2)
+
+
+def test_a_scheduled_deployment_is_a_cronjob_starting_a_new_experiment_each_time(tmp_path: Path) -> None:
+    docs = deploy("--schedule", "0 2 * * *", "--store-url", "postgresql+psycopg://u@db:5432/k", "--no-dashboard")
+    assert [d["kind"] for d in docs][-1] == "CronJob" and "StatefulSet" not in [d["kind"] for d in docs]
+    cron = docs[-1]
+    assert cron["spec"]["schedule"] == "0 2 * * *" and cron["spec"]["concurrencyPolicy"] == "Forbid"
+    command = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["command"]
+    assert "--id" not in command
+
+
+def test_the_podsecurity_check_catches_what_restricted_refuses() -> None:
+    from k8s_podsecurity import violations
+
+    assert violations({"containers": [{"name": "c", "image": "i"}]}) == [
+        "c: allowPrivilegeEscalation != false", "c: capabilities must drop ALL", "c: runAsNonRoot != true",
+        "c: seccompProfile must be RuntimeDefault or Localhost"]
+    assert violations({"hostNetwork": True, "volumes": [{"name": "h", "hostPath": {"path": "/"}}], "containers": []}) == [
+        "host namespace hostNetwork", "volume h is not an allowed type"]
 
 
 def test_job_fields_added_for_kubernetes_keep_the_fingerprints_of_older_specs(tmp_path: Path) -> None:
@@ -297,3 +363,16 @@ def test_job_fields_added_for_kubernetes_keep_the_fingerprints_of_older_specs(tm
     assert job_fingerprint(loaded) == digest(before, None)  # what it was before these fields existed
     (tmp_path / "spec.yaml").write_text("name: b\njob: {kind: Job, workers: 2, command: [echo], node_selector: {a: b}}\n")
     assert job_fingerprint(load_spec(tmp_path / "spec.yaml")) != digest(before, None)
+
+
+def test_in_the_cluster_job_pods_run_from_the_spec_folder_of_the_configmap(tmp_path: Path, monkeypatch) -> None:
+    # what `kubebench deploy manifests --spec …` gives the runner: its spec's folder as a ConfigMap
+    monkeypatch.setenv("KUBEBENCH_SPEC_CONFIGMAP", "kubebench-spec")
+    monkeypatch.setenv("KUBEBENCH_SPEC_DIR", "/etc/kubebench/spec")
+    manifest = rendered(tmp_path, shorthand("Job", 2))
+    assert errors_of(manifest) == []
+    spec = manifest["spec"]["template"]["spec"]
+    assert {"name": "kubebench-spec", "configMap": {"name": "kubebench-spec"}} in spec["volumes"]
+    (container,) = spec["containers"]
+    assert container["workingDir"] == "/etc/kubebench/spec"  # `python runner.py` finds the example's script
+    assert {"name": "kubebench-spec", "mountPath": "/etc/kubebench/spec", "readOnly": True} in container["volumeMounts"]

@@ -23,10 +23,21 @@ def job(*conditions: tuple[str, str], reason: str = "", message: str = "") -> di
     ([("Complete", "True")], "succeeded"),  # batch/v1 Job, TrainJob
     ([("Complete", "False"), ("Failed", "False")], "running"),
     ([("Running", "False"), ("Failed", "True")], "failed"),
-    ([("Suspended", "True")], "running"),  # waiting for Kueue: still in flight
+    ([("Suspended", "True")], "running"),  # the phase of a suspended job is read from its spec (see below)
+    ([("Completed", "True")], "succeeded"),  # a JobSet
 ])
 def test_job_phase_of_each_api(conditions: list, phase: str) -> None:
     assert st.job_phase(job(*conditions))[0] == phase
+
+
+@pytest.mark.parametrize(("spec", "suspended"), [
+    ({"suspend": True}, True),  # batch/v1 Job, TrainJob
+    ({"runPolicy": {"suspend": True}}, True),  # Kubeflow v1, MPIJob v2beta1
+    ({"runPolicy": {"suspend": False}}, False),
+    ({}, False),
+])
+def test_a_suspended_job_is_told_from_its_spec(spec: dict, suspended: bool) -> None:
+    assert st.suspended({"spec": spec}) is suspended
 
 
 def test_a_failed_condition_gives_its_reason_and_message() -> None:

@@ -92,6 +92,20 @@ def test_an_expired_version_lists_again(emulator: Emulator, tmp_path: Path) -> N
         api.close()
 
 
+def test_a_watch_request_answered_410_lists_again(emulator: Emulator, informer: Informer) -> None:
+    # with --watch-cache=false the server answers the watch request itself 410 once etcd compacted
+    # past its resourceVersion: retrying that version forever would freeze the cache
+    emulator.store.create(KEY, "ns", job("before"))
+    wait_for(lambda: informer.get("before") is not None)
+    emulator.refuse[("GET", "jobs")] = ApiError(503, "ServiceUnavailable", "restarting")
+    emulator.drop_watches()
+    emulator.store.create(KEY, "ns", job("after"))
+    emulator.compacted = emulator.store.rv  # etcd compacted past what the informer has seen
+    del emulator.refuse[("GET", "jobs")]
+    wait_for(lambda: informer.get("after") is not None)
+    assert emulator.count("GET", watch=False) == 2  # listed again
+
+
 def test_a_lasting_refusal_is_reported_a_passing_one_is_not(emulator: Emulator, informer: Informer) -> None:
     emulator.refuse[("GET", "jobs")] = ApiError(503, "ServiceUnavailable", "busy")
     emulator.drop_watches()

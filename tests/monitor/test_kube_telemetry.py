@@ -5,11 +5,12 @@ scraped by a real Prometheus and queried over the run's window.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 import pytest
+from support.timing import scaled
 
-from kubebench.monitor.config import TelemetryConfig
+from kubebench.backends.base import PodTelemetry
+from kubebench.spec.telemetry import TelemetryConfig
 from kubebench.monitor.promql import PrometheusError, Window, pod_telemetry, run_queries
 from kubebench.monitor.recorder import WARNING_KEY, RunTelemetry
 from kubebench.store.records import RunResult
@@ -61,17 +62,14 @@ def exporters(prometheus: PrometheusServer, exporter_port: int):
     registry = CollectorRegistry()
     registry.register(Exporters())
     server, _ = start_http_server(exporter_port, addr="127.0.0.1", registry=registry)
-    prometheus.wait_for(f'count_over_time(container_memory_working_set_bytes{{pod="kb-{RUN}-master-0"}}[1m]) > 6')
+    prometheus.wait_for(f'count_over_time(container_memory_working_set_bytes{{pod="kb-{RUN}-master-0"}}[1m]) > 6', scaled(30))
     yield
     server.shutdown()
     server.server_close()
 
 
-@dataclass
-class KubeHandle:
-    """What the telemetry needs of a Kubernetes backend's handle: the job's namespace."""
-
-    namespace: str = "bench"
+def KubeHandle() -> PodTelemetry:  # noqa: N802  what the Kubernetes backend gives: the job's pods
+    return PodTelemetry("bench", f"kb-{RUN}.*")
 
 
 def config(prometheus: PrometheusServer) -> TelemetryConfig:
@@ -80,7 +78,7 @@ def config(prometheus: PrometheusServer) -> TelemetryConfig:
 
 def test_the_run_s_pods_series_come_from_prometheus(exporters, prometheus: PrometheusServer) -> None:
     now = time.time()
-    samples = pod_telemetry(Window("bench", RUN, now - 4, now - 1), config(prometheus))
+    samples = pod_telemetry(Window("bench", f"kb-{RUN}.*", now - 4, now - 1), config(prometheus))
     series: dict[str, list[float]] = {}
     for name, _, value in samples:
         series.setdefault(name, []).append(value)
@@ -126,11 +124,11 @@ def test_a_refused_query_says_why(prometheus: PrometheusServer) -> None:
     from kubebench.monitor.promql import query_range
 
     with pytest.raises(PrometheusError, match="HTTP 400 .*parse error"):
-        query_range(prometheus.url, "sum(", Window("bench", RUN, 0, 1), 1.0)
+        query_range(prometheus.url, "sum(", Window("bench", f"kb-{RUN}.*", 0, 1), 1.0)
 
 
 def test_the_queries_select_the_run_s_pods_by_name() -> None:
-    queries = run_queries(Window("bench", RUN, 0, 1), TelemetryConfig(gpu_pod_label="exported_pod"))
+    queries = run_queries(Window("bench", f"kb-{RUN}.*", 0, 1), TelemetryConfig(gpu_pod_label="exported_pod"))
     assert queries["cpu_percent"] == (
         f'sum(rate(container_cpu_usage_seconds_total{{namespace="bench", pod=~"kb-{RUN}.*", '
         'container!="", container!="POD"}[60s])) * 100')

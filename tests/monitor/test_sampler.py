@@ -10,6 +10,7 @@ import time
 
 import psutil
 import pytest
+from support.timing import scaled, time_factor, wait_for
 
 from kubebench.monitor.gpu import Gpus
 from kubebench.monitor.sampler import ProcessTree, Sampler
@@ -23,12 +24,14 @@ SPIN = ("import subprocess, sys; subprocess.run([sys.executable, '-c', "
 def test_the_sampler_sees_a_child_spinning_one_core() -> None:
     parent = subprocess.Popen([sys.executable, "-c", SPIN], start_new_session=True)
     try:
-        time.sleep(0.5)  # the child exists before the tree is first read
-        child = psutil.Process(parent.pid).children()[0]
+        # The child exists before the tree is first read.
+        (child,) = wait_for(lambda: psutil.Process(parent.pid).children(), 30, "the spinning child")
         before = sum(child.cpu_times()[:2])
+        started = time.monotonic()
         sampler = Sampler([parent.pid], interval=0.2, gpu=False).start()
-        time.sleep(2.0)
+        time.sleep(2.0)  # the window sampled, not a wait for something to happen
         samples = sampler.stop()
+        elapsed = time.monotonic() - started
         used = sum(child.cpu_times()[:2]) - before
     finally:
         os.killpg(parent.pid, signal.SIGKILL)  # the parent and its child
@@ -41,8 +44,9 @@ def test_the_sampler_sees_a_child_spinning_one_core() -> None:
     assert max(v for _, v in points) <= 115
     assert max(v for _, v in series["memory_bytes"]) > 64 << 20
     assert {"system_cpu_percent", "system_memory_used_bytes", "system_net_recv_bytes_per_s"} <= set(series)
-    assert 8 <= len(series["system_cpu_percent"]) <= 12  # every 0.2 s for 2 s, plus the last one
-    assert sampler.cpu_seconds < 0.2
+    # Every 0.2 s for ~2 s, plus the last one: never more; fewer only when the machine is slow.
+    assert 8 / time_factor() <= len(series["system_cpu_percent"]) <= elapsed / 0.2 + 2
+    assert sampler.cpu_seconds < scaled(0.2)
 
 
 def test_a_tree_of_exited_processes_records_no_process_series() -> None:
@@ -54,8 +58,9 @@ def test_a_tree_of_exited_processes_records_no_process_series() -> None:
 
 
 def test_no_gpu_is_not_an_error() -> None:
-    gpus = Gpus()  # no NVML library / driver here: no devices
-    assert gpus.sample() == {} or gpus.count > 0
+    gpus = Gpus()  # no NVML library / driver here: no devices; with GPUs, one sample series set per device
+    sample = gpus.sample()
+    assert (sample == {}) if gpus.count == 0 else len(sample) >= gpus.count
     gpus.close()
     gpus.close()
 

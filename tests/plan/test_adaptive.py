@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kubebench.analyse.stats import summarize
 from kubebench.plan.adaptive import converged, next_round
 from kubebench.plan.plan import Trial, make_run
 from kubebench.spec.model import AdaptiveRepeats
@@ -28,3 +29,15 @@ def test_next_round_keeps_only_unconverged_trials_under_max() -> None:
 def test_run_ids_of_adaptive_rounds_are_stable() -> None:
     trial = Trial("t", 0, {})
     assert make_run(trial, 4).id == make_run(trial, 4).id != make_run(trial, 5).id
+
+
+def test_a_trial_without_runs_or_values_yet_gets_the_next_round() -> None:
+    fresh = Trial("new", 0, {"a": 9})
+    assert next_round([fresh], {}, {}, 0, POLICY) == [make_run(fresh, 0)]
+
+
+def test_a_ci_exactly_at_the_target_has_converged() -> None:
+    values = [100.0, 101.0, 99.0]
+    target = summarize(values).ci_half_width_rel  # ≈ 0.0248: "below target_ci" includes the target itself
+    assert converged(values, AdaptiveRepeats(min=3, max=6, target_ci=target))
+    assert not converged(values, AdaptiveRepeats(min=3, max=6, target_ci=target * 0.999))

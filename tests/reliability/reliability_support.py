@@ -11,6 +11,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from support.timing import scaled
 
 
 class Cli:
@@ -30,7 +31,7 @@ class Cli:
     def run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
         """Run the command to its end."""
         return subprocess.run([sys.executable, "-m", "kubebench", *args], env=self.env, text=True,
-                              capture_output=True, timeout=timeout)
+                              capture_output=True, timeout=scaled(timeout))
 
     @property
     def db(self) -> Path:
@@ -62,8 +63,8 @@ def run_processes(home: Path) -> list[psutil.Process]:
 
 
 def wait_for(condition, timeout: float = 60, what: str = "condition") -> None:
-    """Poll ``condition()`` until it is true; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
+    """Poll ``condition()`` until it is true; fail after ``timeout`` seconds (times the time factor)."""
+    deadline = time.monotonic() + scaled(timeout)
     while not condition():
         if time.monotonic() > deadline:
             pytest.fail(f"timed out waiting for {what}")

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import signal
 import sqlite3
+import threading
 import time
 from pathlib import Path
 
 import psutil
 import pytest
 from reliability_support import Cli, run_processes, wait_for
+from support.timing import scaled
 
 from kubebench.store.store import open_store
 
@@ -59,6 +61,24 @@ def start_and_wait_for_replicas(cli: Cli, spec: Path, exp_id: str):
     return runner, run_processes(cli.home)
 
 
+class follow(list):  # noqa: N801 (used like a function)
+    """The lines of a child's pipe as they come, read by a thread (communicate() would wait for the end)."""
+
+    def __init__(self, stream) -> None:
+        super().__init__()
+        self.thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self.thread.start()
+
+    def _read(self, stream) -> None:
+        for line in iter(stream.readline, ""):
+            self.append(line)
+
+    def text(self) -> str:
+        """Everything, once the child has closed the pipe."""
+        self.thread.join(timeout=scaled(30))
+        return "".join(self)
+
+
 def assert_all_gone(processes: list[psutil.Process], within: float = 10) -> None:
     def gone(p: psutil.Process) -> bool:
         try:
@@ -66,7 +86,7 @@ def assert_all_gone(processes: list[psutil.Process], within: float = 10) -> None
         except psutil.Error:
             return True
 
-    deadline = time.monotonic() + within
+    deadline = time.monotonic() + scaled(within) if within else time.monotonic()
     while not all(map(gone, processes)) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert [p.pid for p in processes if not gone(p)] == []
@@ -83,7 +103,7 @@ def test_a_signal_cancels_the_runs_in_flight_and_stops_every_process(cli: Cli, t
     spec, _ = write_spec(tmp_path)
     runner, processes = start_and_wait_for_replicas(cli, spec, "stop-1")
     runner.send_signal(sig)
-    out, err = runner.communicate(timeout=60)
+    out, err = runner.communicate(timeout=scaled(60))
     assert runner.returncode == code, out + err
     assert f"interrupted ({sig.name}): the runs in flight were cancelled; resume with --id stop-1" in err
     assert "Traceback" not in err
@@ -103,13 +123,17 @@ def test_a_signal_cancels_the_runs_in_flight_and_stops_every_process(cli: Cli, t
 def test_a_second_ctrl_c_stops_at_once_and_a_resume_redoes_the_runs(cli: Cli, tmp_path: Path) -> None:
     spec, quick = write_spec(tmp_path, ignore=True, grace=60)  # a polite stop would wait a minute
     runner, processes = start_and_wait_for_replicas(cli, spec, "stop-2")
+    out, err = follow(runner.stdout), follow(runner.stderr)
     runner.send_signal(signal.SIGINT)
-    time.sleep(0.5)  # cancelling: SIGTERM sent to every group, which ignores it
+    # The first one handled (else two signals in a row would count as one), and the stop is polite:
+    # SIGTERM sent to every group, which ignores it.
+    wait_for(lambda: "SIGINT: cancelling the runs in flight" in "".join(err), 30, "the runner to start cancelling")
     assert runner.poll() is None
     started = time.monotonic()
     runner.send_signal(signal.SIGINT)
-    out, err = runner.communicate(timeout=30)
-    assert time.monotonic() - started < 5
+    runner.wait(timeout=scaled(30))
+    assert time.monotonic() - started < scaled(5)
+    out, err = out.text(), err.text()
     assert runner.returncode == 130, out + err
     assert "SIGINT again: stopped at once; resume with --id stop-2" in err and "Traceback" not in err
     assert_all_gone(processes)
@@ -135,6 +159,7 @@ def test_what_a_killed_runner_left_running_is_stopped_before_the_run_is_redone(c
     runner, leftovers = start_and_wait_for_replicas(cli, spec, "stop-3")
     runner.send_signal(signal.SIGKILL)
     runner.communicate()
+    # A short look for the opposite (nothing to poll for: the replicas must stay as they are).
     time.sleep(0.3)
     assert all(p.is_running() for p in leftovers), "replicas outlive a runner killed with SIGKILL"
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from reliability_support import Cli
+from support.timing import scaled
 
 SPEC = """
 name: disk
@@ -49,7 +50,7 @@ def limited(cli: Cli, file_size: int, *args: str) -> subprocess.CompletedProcess
         from kubebench.cli import main
         main()
     """)
-    return subprocess.run([sys.executable, "-c", code], env=cli.env, text=True, capture_output=True, timeout=120)
+    return subprocess.run([sys.executable, "-c", code], env=cli.env, text=True, capture_output=True, timeout=scaled(120))
 
 
 def assert_one_clear_line(done: subprocess.CompletedProcess, *expected: str) -> None:
@@ -83,9 +84,10 @@ def test_a_full_disk_under_the_sqlite_store(cli: Cli, tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_a_full_disk_under_the_runs_folders(cli: Cli, tmp_path: Path, postgres_url: str) -> None:
     # The store is elsewhere (PostgreSQL): the first write to fail is the runner's `run.json`, which
-    # holds the run's result fields escaped (60 kB of 'é' are 180 kB of '\\u00e9').
-    code = ("import json, os; json.dump({'note': 'é' * 30000, 'v': {{ n }}}, open(os.environ['KUBEBENCH_EXP_RESULT_PATH']"
-            " + '/result.json', 'w', encoding='utf-8'), ensure_ascii=False)")
+    # holds the run's result fields escaped (8 info fields of 4,096 'é', the most one keeps: 64 kB
+    # of result.json, 196 kB of '\\u00e9' in run.json).
+    code = ("import json, os; json.dump({**{f'note{i}': 'é' * 4096 for i in range(8)}, 'v': {{ n }}}, "
+            "open(os.environ['KUBEBENCH_EXP_RESULT_PATH'] + '/result.json', 'w', encoding='utf-8'), ensure_ascii=False)")
     spec = write_spec(tmp_path, code)
     store = ("--store", postgres_url)
     kept = keep_one(cli, spec, *store)

@@ -169,7 +169,7 @@ def test_example_renders_every_trial() -> None:
         command = container["command"]
         assert command[command.index("--batch-size") + 1] == str(run.trial.params["batch_size"])
         assert env_of(container)["KUBEBENCH_TRIAL_ID"] == run.trial.id
-        assert job.manifest["spec"]["runPolicy"]["activeDeadlineSeconds"] == 300
+        assert job.manifest["spec"]["runPolicy"]["activeDeadlineSeconds"] == 360  # timeout 5m + 1m margin
         assert job.workdir == EXAMPLE.parent
 
 

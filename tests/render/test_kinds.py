@@ -164,11 +164,12 @@ def test_pytorchjob_with_three_workers_is_master_plus_two(tmp_path: Path) -> Non
     replicas = spec["pytorchReplicaSpecs"]
     assert {t: r["replicas"] for t, r in replicas.items()} == {"Master": 1, "Worker": 2}
     for r in replicas.values():
-        assert r["restartPolicy"] == "Never"
+        assert r["restartPolicy"] == "Never" and "restartPolicy" not in r["template"]["spec"]  # replica level only
         (container,) = r["template"]["spec"]["containers"]
         assert container["name"] == "pytorch"
         assert container["command"] == ["python", "train.py", "--epochs", "2"]
-    assert spec["runPolicy"] == {"activeDeadlineSeconds": 90, "backoffLimit": 0, "cleanPodPolicy": "None"}
+    # no backoffLimit (training-operator <= 1.9.3 deletes every pod on it); deadline after kubebench's timeout
+    assert spec["runPolicy"] == {"activeDeadlineSeconds": 150, "cleanPodPolicy": "None"}
 
 
 @pytest.mark.parametrize("workers", [1, 3])
@@ -179,7 +180,7 @@ def test_tfjob_layout(tmp_path: Path, workers: int) -> None:
     worker = spec["tfReplicaSpecs"]["Worker"]
     assert worker["replicas"] == workers
     assert worker["template"]["spec"]["containers"][0]["name"] == "tensorflow"
-    assert spec["runPolicy"]["activeDeadlineSeconds"] == 600
+    assert spec["runPolicy"]["activeDeadlineSeconds"] == 660
 
 
 @pytest.mark.parametrize("workers", [1, 3])
@@ -192,10 +193,11 @@ def test_mpijob_layout(tmp_path: Path, workers: int) -> None:
     (launcher,) = replicas["Launcher"]["template"]["spec"]["containers"]
     (worker,) = replicas["Worker"]["template"]["spec"]["containers"]
     assert launcher["command"] == ["mpirun", "-np", str(workers), "python", "train.py", "--epochs", "2"]
-    assert "command" not in worker
+    assert worker["command"] == ["/usr/sbin/sshd", "-De"]  # mpi-operator v2 reaches the ranks over SSH
     assert worker["image"] == launcher["image"] == "img:1"
     assert spec["slotsPerWorker"] == 1
-    assert spec["runPolicy"]["activeDeadlineSeconds"] == 3600
+    assert spec["launcherCreationPolicy"] == "WaitForWorkersReady"
+    assert spec["runPolicy"] == {"activeDeadlineSeconds": 3960, "cleanPodPolicy": "Running", "backoffLimit": 0}
 
 
 @pytest.mark.parametrize("workers", [1, 3])
@@ -216,14 +218,14 @@ def test_batch_job_layout(tmp_path: Path, workers: int) -> None:
     assert spec["completionMode"] == "Indexed"
     assert spec["completions"] == spec["parallelism"] == workers
     assert spec["backoffLimit"] == 0
-    assert spec["activeDeadlineSeconds"] == 91  # rounded up to whole seconds
+    assert spec["activeDeadlineSeconds"] == 151  # the timeout plus a minute, rounded up to whole seconds
     assert spec["template"]["spec"]["restartPolicy"] == "Never"
     assert spec["template"]["spec"]["containers"][0]["name"] == "main"
 
 
-def test_default_timeout_gives_an_hour_deadline(tmp_path: Path) -> None:
+def test_default_timeout_gives_an_hour_and_a_tenth_deadline(tmp_path: Path) -> None:
     job, _, _ = render(tmp_path, shorthand("PyTorchJob", 2))
-    assert job.manifest["spec"]["runPolicy"]["activeDeadlineSeconds"] == 3600
+    assert job.manifest["spec"]["runPolicy"]["activeDeadlineSeconds"] == 3960
 
 
 # --- replica_groups --------------------------------------------------------------------------
@@ -302,7 +304,7 @@ def test_build_manifest_from_a_job_shape() -> None:
     )
     m = kinds.build_manifest(shape, "kb-x", {"kubebench.io/run": "x"}, timeout=0.3)
     assert m["metadata"] == {"name": "kb-x", "labels": {"kubebench.io/run": "x"}}
-    assert m["spec"]["runPolicy"]["activeDeadlineSeconds"] == 1
+    assert m["spec"]["runPolicy"]["activeDeadlineSeconds"] == 61
     worker = m["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
     assert worker == {
         "name": "pytorch",

@@ -5,10 +5,10 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
+from support.timing import scaled, wait_for
 from typer.testing import CliRunner
 
 from kubebench.cli import app
@@ -28,6 +28,7 @@ WRITER = textwrap.dedent("""
     store = open_store(url)
     spec = BenchmarkSpec.model_validate({"name": "c", "job": {"command": ["true"]}, "repeats": runs})
     plan = make_plan(spec, exp_id, "f")
+    Path(f"{go}-{exp_id}").touch()  # ready
     while not go.exists():  # both writers start together
         time.sleep(0.005)
     now = time.time()
@@ -47,10 +48,11 @@ def test_two_writer_processes_lose_nothing(tmp_path: Path) -> None:
     go = tmp_path / "go"
     writers = [subprocess.Popen([sys.executable, "-c", WRITER, url, f"exp-{i}", "150", str(go)],
                                 stderr=subprocess.PIPE, text=True) for i in range(2)]
-    time.sleep(0.5)
+    wait_for(lambda: all(Path(f"{go}-exp-{i}").exists() or writers[i].poll() is not None for i in range(2)), 60,
+             "both writers to be ready")
     go.touch()
     for writer in writers:
-        _, err = writer.communicate(timeout=120)
+        _, err = writer.communicate(timeout=scaled(120))
         assert writer.returncode == 0, err
     store = open_store(url)
     for i in range(2):

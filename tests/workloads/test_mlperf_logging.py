@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.timing import scaled
 
 import kubebench
 from kubebench.collect.mllog import parse_events, summarize
@@ -51,7 +52,7 @@ def test_official_parser_reads_our_lines(tmp_path: Path) -> None:
 def run_checker(log: Path) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "mlperf_logging.compliance_checker", "--usage", "training", "--ruleset", "4.0.0",
            "--log_output", str(log.with_suffix(".checker")), str(log)]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=scaled(60))
 
 
 @pytest.mark.slow
@@ -61,7 +62,7 @@ def test_workload_log_passes_the_official_compliance_checker(tmp_path: Path) -> 
     env = {**os.environ, "PYTHONPATH": src, "KUBEBENCH_DATA_ROOT": str(tmp_path)}
     cmd = [sys.executable, "-m", "kubebench.workloads.mlperf_cnn", "--samples", "512", "--val-samples", "128",
            "--target-accuracy", "0.5", "--threads", "1"]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=scaled(120))
     assert proc.returncode == 0, proc.stderr
     log = tmp_path / "mlperf.log"
     log.write_text(proc.stdout)

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.timing import scaled
 from typer.testing import CliRunner
 
 from kubebench.cli import app
@@ -23,7 +24,7 @@ runner = CliRunner(env={"COLUMNS": "200"})
 
 def run_module(*args: str, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "kubebench.workloads.synthetic", *args], capture_output=True,
-                          text=True, timeout=60, env={**os.environ, **env})
+                          text=True, timeout=scaled(60), env={**os.environ, **env})
 
 
 def metric_line(stdout: str) -> dict[str, float]:

@@ -13,8 +13,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.timing import scaled
 
 import kubebench
+from kubebench.workloads.measure import REPLICA_LINE
 from kubebench.workloads.tf_cnn import cluster_position
 
 NO_TF = "TensorFlow is not installed: pip install 'kubebench[tensorflow]' (or run `make test-tensorflow`)"
@@ -48,7 +50,7 @@ def test_single_worker_reports_like_the_pytorch_workload(tmp_path: Path) -> None
     env.update(PYTHONPATH=src, KUBEBENCH_EXP_OUTPUT_PATH=str(tmp_path))
     cmd = [sys.executable, "-m", "kubebench.workloads.tf_cnn", "--batch-size", "4", "--steps", "3",
            "--warmup-steps", "1", "--forward-only"]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=scaled(180))
     assert proc.returncode == 0, proc.stderr[-3000:]
     (line,) = re.findall(r"^KUBEBENCH_METRIC (.*)$", proc.stdout, re.MULTILINE)
     metrics = {k: float(v) for k, v in (p.split("=", 1) for p in line.split())}
@@ -58,3 +60,5 @@ def test_single_worker_reports_like_the_pytorch_workload(tmp_path: Path) -> None
     assert re.search(r"^Mode:\s+forward-only$", proc.stdout, re.MULTILINE)
     record = json.loads((tmp_path / "step_times.json").read_text())
     assert record["world_size"] == 1 and len(record["step_seconds"]) == 4
+    ((rank, size, _, own_rate),) = REPLICA_LINE.findall(proc.stdout)
+    assert (rank, size) == ("0", "1") and float(own_rate) == pytest.approx(metrics["images_per_sec"], rel=1e-9)

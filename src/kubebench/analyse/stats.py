@@ -67,24 +67,61 @@ def summarize(values: Iterable[float], *, failed: int = 0, confidence: float = 0
     if n == 0:
         return Summary(0, failed, *([NAN] * 10), confidence=confidence)
     x.sort()  # one sort gives median, min, max and the olympic mean
-    mean = _fsum(x) / n
-    stdev = math.sqrt(_fsum([(v - mean) * (v - mean) for v in x]) / (n - 1)) if n >= 2 else NAN
+    mean = _mean(x)
+    stdev = _stdev(x, mean) if n >= 2 else NAN
     ci_low, ci_high = t_interval(mean, stdev, n, confidence)
     return Summary(
         n=n,
         failed=failed,
         mean=mean,
-        median=0.5 * (x[(n - 1) // 2] + x[n // 2]),
+        median=_midpoint(x[(n - 1) // 2], x[n // 2]),
         stdev=stdev,
         cv=_relative(stdev, mean),
         min=x[0],
         max=x[-1],
         ci_low=ci_low,
         ci_high=ci_high,
-        ci_half_width_rel=_relative((ci_high - ci_low) / 2, mean),
-        olympic_mean=_fsum(x[1:-1]) / (n - 2) if n >= 3 else mean,
+        ci_half_width_rel=_relative(ci_high / 2 - ci_low / 2, mean),
+        olympic_mean=_mean(x[1:-1]) if n >= 3 else mean,
         confidence=confidence,
     )
+
+
+#: Above this magnitude, squares (and sums of a few values) may overflow: values are scaled first.
+_HUGE = 2.0**500
+
+
+def _mean(x: list[float]) -> float:
+    """The mean of sorted finite values, finite too (near the largest floats their sum overflows, so
+    they are summed scaled by a power of two instead), and never outside [min, max] (a division
+    after rounding may fall just outside: the mean of five equal values is that value)."""
+    mean = _fsum(x) / len(x)
+    if not math.isfinite(mean) and all(map(math.isfinite, x)):
+        scale = _power_of_two_near(max(abs(x[0]), abs(x[-1])))
+        mean = math.fsum(v / scale for v in x) / len(x) * scale
+    return min(max(mean, x[0]), x[-1]) if math.isfinite(mean) else mean
+
+
+def _stdev(x: list[float], mean: float) -> float:
+    """The sample standard deviation; inf only when it is larger than the largest float."""
+    largest = max(map(abs, x))
+    if largest < _HUGE:
+        return math.sqrt(_fsum([(v - mean) * (v - mean) for v in x]) / (len(x) - 1))
+    scale = _power_of_two_near(largest)
+    center = mean / scale
+    deviations = [(v / scale - center) ** 2 for v in x]
+    return math.sqrt(math.fsum(deviations) / (len(x) - 1)) * scale  # may round up to inf, rightly
+
+
+def _midpoint(a: float, b: float) -> float:
+    """(a + b) / 2 without overflow, and exact for equal values."""
+    middle = 0.5 * (a + b)
+    return middle if math.isfinite(middle) or not (math.isfinite(a) and math.isfinite(b)) else 0.5 * a + 0.5 * b
+
+
+def _power_of_two_near(value: float) -> float:
+    """A power of two p with value / p in [1, 2): dividing by it is exact and cannot overflow."""
+    return math.ldexp(1.0, math.frexp(value)[1] - 1) if value > 0 else 1.0
 
 
 def t_interval(mean: float, stdev: float, n: int, confidence: float) -> tuple[float, float]:
@@ -171,8 +208,8 @@ def olympic_mean(values: Iterable[float]) -> float:
     if not x:
         return NAN
     if len(x) < 3:
-        return _fsum(x) / len(x)
-    return _fsum(x[1:-1]) / (len(x) - 2)
+        return _mean(x)
+    return _mean(x[1:-1])
 
 
 def _floats(values: Iterable[float]) -> list[float]:
@@ -218,7 +255,21 @@ def bootstrap_median_ratio(
     if np.any(den_medians <= 0):
         return NAN, NAN
     tail = (1 - confidence) / 2
-    return _quantiles(num_medians / den_medians, tail, 1 - tail)
+    with np.errstate(over="ignore"):  # a ratio above the largest float is inf, rightly
+        return _quantiles(num_medians / den_medians, tail, 1 - tail)
+
+
+def scaled_together(*samples: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The samples divided by one power of two (exact) when their values are so large that sums or
+    squares of them would overflow; statistics that do not depend on scale (t, ratios, ranks)
+    are then computed on the scaled values."""
+    import numpy as np
+
+    largest = max((float(np.max(np.abs(s))) for s in samples if s.size), default=0.0)
+    if not largest < _HUGE or not math.isfinite(largest):
+        scale = _power_of_two_near(largest) if math.isfinite(largest) else 1.0
+        return tuple(s / scale for s in samples)
+    return samples
 
 
 def _resampled_medians(x: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
@@ -232,7 +283,13 @@ def _resampled_medians(x: np.ndarray, resamples: int, rng: np.random.Generator) 
     positions = rng.integers(0, x.size, size=(resamples, x.size), dtype=dtype)
     positions.sort(axis=1)
     middle_low, middle_high = positions[:, (x.size - 1) // 2], positions[:, x.size // 2]
-    return 0.5 * (ordered[middle_low] + ordered[middle_high])
+    low, high = ordered[middle_low], ordered[middle_high]
+    with np.errstate(over="ignore"):
+        medians = 0.5 * (low + high)
+    overflowed = ~np.isfinite(medians)
+    if overflowed.any():  # values near the largest floats: halve first (exact for them)
+        medians[overflowed] = 0.5 * low[overflowed] + 0.5 * high[overflowed]
+    return medians
 
 
 def _quantiles(x: np.ndarray, low: float, high: float) -> tuple[float, float]:

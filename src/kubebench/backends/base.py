@@ -1,4 +1,14 @@
-"""What every backend implements (submit, status, logs, cancel) and the wait loop they share."""
+"""What every backend implements and the wait loop they share.
+
+A backend runs a rendered job and answers for everything that depends on where it ran, so that
+nothing else tells backends apart: ``submit`` → ``status`` (polled by the shared :meth:`Backend.wait`)
+→ ``collect`` (the replicas' logs into the run's ``output/``) → ``release`` (what the ended job
+still holds), plus ``cancel``, where the job's telemetry comes from (:class:`ProcessTelemetry` or
+:class:`PodTelemetry`) and where it ran (``provenance``).
+
+The run's clock starts when the job is admitted, not when it is submitted: a job waiting in a queue
+(Kueue) is ``queued``, and the time it waited is reported apart (``Outcome.queued_seconds``).
+"""
 
 from __future__ import annotations
 
@@ -6,13 +16,14 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar, Union
 
 from ..paths import RunPaths
 from ..spec.base import PluginConfig
 
-JobPhase = Literal["running", "succeeded", "failed"]
+JobPhase = Literal["queued", "running", "succeeded", "failed"]
 Final = Literal["succeeded", "failed", "timeout", "cancelled"]
+H = TypeVar("H")
 
 if TYPE_CHECKING:
     from ..render.job import RenderedJob
@@ -20,12 +31,12 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class JobStatus:
-    """A backend's view of a job at one moment."""
+    """A backend's view of a job at one moment (``queued``: waiting to be admitted, not yet started)."""
 
     phase: JobPhase
     exit_code: int | None = None
     reason: str = ""
-    #: A failure of where the job ran (evicted, node lost), not of the job: ``retries`` apply.
+    #: A failure of where the job ran (evicted, node lost, preempted), not of the job: ``retries`` apply.
     infrastructure: bool = False
 
 
@@ -38,12 +49,42 @@ class Outcome:
     reason: str
     #: The job failed for its infrastructure, not for itself (see ``BenchmarkSpec.retries``).
     infrastructure: bool = False
+    #: Seconds the job waited to be admitted before the run's clock started; None if it never waited.
+    queued_seconds: float | None = None
     #: What the backend had to clean up after the job (recorded on the run as ``leftover_warning``).
     warning: str = ""
 
 
-class Backend(ABC):
-    """A place jobs run. Subclasses implement the four verbs; the wait loop is shared."""
+@dataclass(frozen=True)
+class Check:
+    """One finding of ``kubebench doctor``: ``ok``, ``warn`` (runs may still work) or ``fail``."""
+
+    name: str
+    state: Literal["ok", "warn", "fail"]
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class ProcessTelemetry:
+    """The job's replicas are processes of this machine: sample them."""
+
+    pids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class PodTelemetry:
+    """The job's replicas are pods: read their series (cAdvisor, DCGM) from Prometheus."""
+
+    namespace: str
+    #: Regular expression matching the names of the job's pods.
+    pods: str
+
+
+TelemetrySource = Union[ProcessTelemetry, PodTelemetry]
+
+
+class Backend(ABC, Generic[H]):
+    """A place jobs run. Subclasses implement the verbs; the wait loop is shared."""
 
     Config: ClassVar[type[PluginConfig]]
     #: Wait-loop polling: first interval, growth factor and cap, in seconds.
@@ -60,28 +101,58 @@ class Backend(ABC):
         """The run's folders as the job sees them, given where kubebench sees them."""
 
     @abstractmethod
-    def submit(self, job: RenderedJob, paths: RunPaths) -> Any:
-        """Start the job; return a handle for the other verbs."""
+    def submit(self, job: RenderedJob, paths: RunPaths) -> H:
+        """Start the job (``paths``: the run's folders as kubebench sees them); return its handle."""
 
     @abstractmethod
-    def status(self, handle: Any) -> JobStatus:
+    def status(self, handle: H) -> JobStatus:
         """The job's current phase (cheap; called by the wait loop)."""
 
     @abstractmethod
-    def logs(self, handle: Any, paths: RunPaths) -> None:
-        """Make sure each replica's log is in ``paths.output`` as ``<replica-type>-<index>.log``."""
+    def collect(self, handle: H, paths: RunPaths) -> list[str]:
+        """Make sure each replica's log is in ``paths.output`` as ``<replica-type>-<index>.log``.
+
+        Never fails the run: what could not be read is returned as warnings, recorded on the run.
+        """
 
     @abstractmethod
-    def cancel(self, handle: Any) -> None:
+    def cancel(self, handle: H) -> None:
         """Stop everything the job started; safe to call on a finished job."""
 
-    def finished(self, handle: Any) -> str | None:
+    def release(self, handle: H) -> None:
+        """Free what the ended job still holds, once its logs are collected (Kubernetes: delete it)."""
+
+    def finished(self, handle: H) -> str | None:
         """Called once the job has ended by itself; backends clean up what is left over here, and
         say what they found still running (a warning recorded on the run), if anything."""
 
-    def provenance(self, handle: Any) -> dict[str, Any]:
-        """Where the job ran, added to the run's provenance (Kubernetes: ``node``, ``image``); may be empty."""
-        return {}
+    def timed_out(self, handle: H) -> None:
+        """Stop a job that ran past its timeout (its logs are collected afterwards)."""
+        self.cancel(handle)
+
+    def telemetry(self, handle: H) -> TelemetrySource | None:
+        """Where the job's resource usage can be read from; None when nowhere."""
+        return None
+
+    def provenance(self, handle: H) -> dict[str, Any]:
+        """Where the job ran, for the run's provenance: by default this machine (host, CPU, GPUs …)."""
+        from ..provenance import machine
+
+        return dict(machine())
+
+    def check(self, manifests: list[dict[str, Any]]) -> None:
+        """Before anything runs: can jobs like these (one per trial) run here at all? Raises
+        PreflightError, so that an experiment stops once instead of failing every run."""
+
+    def doctor(self, manifests: list[dict[str, Any]], local: RunPaths) -> list[Check]:
+        """Everything that must hold for jobs like these to run here, each checked (``kubebench doctor``);
+        ``local``: a run's folders as kubebench sees them."""
+        return [Check("backend", "ok", "jobs run as processes of this machine")]
+
+    @property
+    def queue_timeout(self) -> float | None:
+        """Seconds a job may wait to be admitted before its run times out; None: as long as it takes."""
+        return None
 
     def prepare(self, manifest: dict[str, Any], paths: RunPaths) -> dict[str, Any]:
         """Add what this backend needs to a rendered manifest (in place); ``paths`` as the job sees them."""
@@ -104,33 +175,48 @@ class Backend(ABC):
         if self._interrupted.wait(seconds):
             raise KeyboardInterrupt
 
-    def pause(self, handle: Any, seconds: float) -> None:
+    def pause(self, handle: H, seconds: float) -> None:
         """Sleep between two status checks; backends told of changes may wake up earlier."""
         time.sleep(seconds)
 
     def close(self) -> None:
         """Release what the backend holds (connections, watches) once an experiment is done."""
 
-    def wait(self, handle: Any, timeout: float) -> Outcome:
-        """Wait until the job ends or ``timeout`` seconds pass (then cancel it: state ``timeout``).
+    def wait(self, handle: H, timeout: float) -> Outcome:
+        """Wait until the job ends or ``timeout`` seconds pass after its admission (then stop it:
+        state ``timeout``); a job still queued after ``queue_timeout`` times out too.
 
         Polls with exponential backoff, so short jobs are seen finishing at once and long ones
         cost few calls. On an interrupt (Ctrl-C) the job is cancelled before the error goes on.
         """
-        deadline = time.monotonic() + timeout
-        interval = self.poll_first
+        submitted, interval = time.monotonic(), self.poll_first
+        deadline: float | None = None
+        queued: float | None = None
         try:
             while True:
                 if self._interrupted.is_set():
                     raise KeyboardInterrupt
-                status = self.status(handle)
-                if status.phase != "running":
-                    warning = self.finished(handle) or ""
-                    return Outcome(status.phase, status.exit_code, status.reason, status.infrastructure, warning)
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    self.cancel(handle)
-                    return Outcome("timeout", None, f"timed out after {_seconds(timeout)}")
+                status, now = self.status(handle), time.monotonic()
+                if status.phase == "queued":  # the run's clock starts at admission
+                    deadline, queued = None, now - submitted
+                    limit = self.queue_timeout
+                    if limit is not None and queued >= limit:
+                        self.timed_out(handle)
+                        why = f": {status.reason}" if status.reason else ""
+                        return Outcome("timeout", None, f"still queued after {_seconds(limit)}{why}", queued_seconds=queued)
+                    remaining = (limit - queued) if limit is not None else interval
+                else:
+                    if deadline is None:  # admitted: the run's clock starts now
+                        deadline = now + timeout
+                        queued = None if queued is None else now - submitted
+                    if status.phase != "running":
+                        warning = self.finished(handle) or ""
+                        return Outcome(status.phase, status.exit_code, status.reason, status.infrastructure,
+                                       queued_seconds=queued, warning=warning)
+                    remaining = deadline - now
+                    if remaining <= 0:
+                        self.timed_out(handle)
+                        return Outcome("timeout", None, f"timed out after {_seconds(timeout)}", queued_seconds=queued)
                 self.pause(handle, min(interval, remaining))
                 interval = min(interval * self.poll_factor, self.poll_max)
         except BaseException:

@@ -22,7 +22,7 @@ from ..redact import job_environment
 from ..render.kinds import ReplicaGroup, replica_groups
 from ..spec.base import PluginConfig
 from . import orphans
-from .base import Backend, JobStatus
+from .base import Backend, JobStatus, ProcessTelemetry
 from .reasons import exit_code, exit_reason
 
 LOCALHOST = "127.0.0.1"
@@ -69,7 +69,7 @@ class LocalJob:
     escaped: list[str] = field(default_factory=list)
 
 
-class LocalBackend(Backend):
+class LocalBackend(Backend[LocalJob]):
     """Runs replicas as process groups on this machine; stops them all on cancel or timeout."""
 
     Config = LocalConfig
@@ -149,9 +149,14 @@ class LocalBackend(Backend):
                 return JobStatus("failed", exit_code(code), f"{launch.name} {exit_reason(code)}")
         return JobStatus("running") if running else JobStatus("succeeded", 0)
 
-    def logs(self, handle: LocalJob, paths: RunPaths) -> None:
+    def collect(self, handle: LocalJob, paths: RunPaths) -> list[str]:
         """Logs are written in place; only close the files."""
         _close_logs(handle)
+        return []
+
+    def telemetry(self, handle: LocalJob) -> ProcessTelemetry:
+        """The replicas' processes, sampled on this machine."""
+        return ProcessTelemetry(tuple(process.pid for _, process in handle.processes))
 
     def cancel(self, handle: LocalJob) -> None:
         """SIGTERM every replica's process group, then SIGKILL what is left after the grace."""
@@ -212,11 +217,11 @@ def plan_launches(manifest: dict, config_dir: Path) -> list[ReplicaLaunch]:
     operator_env = _operator_env(kind, replicas, config_dir)
     launches = []
     for rank, (group, index) in enumerate(replicas):
+        if kind == "MPIJob" and group.type == "worker":
+            continue  # an MPI worker only hosts the ranks that mpirun starts (on a cluster: sshd)
         container = _main_container(group)
         argv = tuple(container.get("command") or ()) + tuple(container.get("args") or ())
         if not argv:
-            if kind == "MPIJob" and group.type == "worker":
-                continue  # an MPI worker only hosts the ranks that mpirun starts
             raise BackendError(f"{group.type}-{index}: no command; the local backend cannot run an image's entrypoint")
         env = {**_container_env(container), **operator_env(rank, group.type, index)}
         env |= {"KUBEBENCH_REPLICA_TYPE": group.type, "KUBEBENCH_REPLICA_INDEX": str(index)}

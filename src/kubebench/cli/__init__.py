@@ -141,4 +141,4 @@ def main() -> None:
 
 
 # Command modules register themselves on `app`; imported last because they use the names above.
-from . import run, results, analysis, deploy, data, export, db, serve  # noqa: E402,F401  (this order is the order of --help)
+from . import run, results, analysis, deploy, doctor, data, export, db, serve  # noqa: E402,F401  (this order is the order of --help)

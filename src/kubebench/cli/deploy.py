@@ -19,14 +19,19 @@ app.add_typer(deploy_app, name="deploy")
 @expected_errors
 def manifests(
     namespace: Annotated[str, typer.Option("--namespace", "-n", help="Namespace of kubebench and its jobs.")] = "kubebench",
-    image: Annotated[Optional[str], typer.Option("--image", help="kubebench's image (built from the Dockerfile).")] = None,
-    storage_size: Annotated[str, typer.Option("--storage-size", help="Size of the shared-storage claim.")] = "10Gi",
+    image: Annotated[Optional[str], typer.Option("--image", help="kubebench's image (the Dockerfile's `runner` target).")] = None,
+    storage_size: Annotated[str, typer.Option("--storage-size", help="Size of the runs' claim.")] = "10Gi",
     storage_class: Annotated[Optional[str], typer.Option("--storage-class", help="StorageClass of the claim (ReadWriteMany).")] = None,
-    spec: Annotated[Optional[Path], typer.Option("--spec", help="Benchmark spec to put in the spec ConfigMap.")] = None,
+    spec: Annotated[Optional[Path], typer.Option("--spec", help="Benchmark spec: it and the files beside it go in the spec ConfigMap.")] = None,
+    experiment_id: Annotated[Optional[str], typer.Option("--id", help="Experiment the runner Job runs and resumes (default: from the spec).")] = None,
+    store_url: Annotated[Optional[str], typer.Option("--store-url", help="An external PostgreSQL (SQLAlchemy URL) instead of a PostgreSQL StatefulSet.")] = None,
+    schedule: Annotated[Optional[str], typer.Option("--schedule", help='A CronJob on this schedule ("0 2 * * *"), each run a new experiment, instead of the runner Job.')] = None,
+    dashboard: Annotated[bool, typer.Option("--dashboard/--no-dashboard", help="The read-only dashboard (Deployment + Service).")] = True,
+    node_access: Annotated[bool, typer.Option("--node-access/--no-node-access", help="A ClusterRole to read nodes (GPU product in the provenance).")] = True,
 ) -> None:
-    """Print the PersistentVolumeClaim, ServiceAccount, Role, RoleBinding and the Job running
-    `kubebench run` (YAML, for `kubectl apply -f -`)."""
-    from ..deploy import DEFAULT_IMAGE, manifests as build, spec_files_of
+    """Print the Namespace, claim, store, RBAC, spec ConfigMap, runner (Job or CronJob) and dashboard
+    (YAML, for `kubectl apply -f -`)."""
+    from ..deploy import DEFAULT_IMAGE, Options, manifests as build, spec_files_of
     from ..errors import SpecError
     from ..runner import dump_yaml
 
@@ -36,6 +41,6 @@ def manifests(
             files = spec_files_of(spec)
         except OSError as e:
             raise SpecError(f"{spec}: cannot read the spec: {e}") from e
-    docs = build(namespace, image or DEFAULT_IMAGE, storage_size, storage_class, files,
-                 spec.name if spec else "benchmark.yaml")
-    sys.stdout.write("---\n".join(dump_yaml(doc) for doc in docs))
+    options = Options(namespace, image or DEFAULT_IMAGE, storage_size, storage_class, files,
+                      spec.name if spec else "benchmark.yaml", experiment_id, store_url, schedule, dashboard, node_access)
+    sys.stdout.write("---\n".join(dump_yaml(doc) for doc in build(options)))

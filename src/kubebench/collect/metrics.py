@@ -3,23 +3,24 @@
 from __future__ import annotations
 
 import json
-import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .. import METRIC_LINE_PREFIX, registry
+from .. import METRIC_LINE_PREFIX, METRIC_NAME as METRIC_NAME_PATTERN, limits, registry
 from ..rules import replica_rank
 from ..errors import PostprocessError
 from ..spec.base import PluginConfig
 from .context import RunContext
+from .values import to_number
 
 if TYPE_CHECKING:
     from ..spec.model import MetricSpec
 
-_PAIR = re.compile(r"([A-Za-z_][A-Za-z0-9_.:/-]*)=(\S+)")
+METRIC_NAME = re.compile(METRIC_NAME_PATTERN)
+_PAIR = re.compile(rf"({METRIC_NAME_PATTERN})=(\S+)")
 
 
 @dataclass(frozen=True)
@@ -45,17 +46,6 @@ def parse_metric_lines(lines: Iterable[str]) -> dict[str, float]:
     return found
 
 
-def to_number(value: object) -> float | None:
-    """A finite float from a number or numeric string (the original Kubebench wrote strings)."""
-    if isinstance(value, bool):
-        return None
-    try:
-        number = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
-
-
 def replica_logs(output: Path) -> list[Path]:
     """The replicas' logs (``<type>-<index>.log``) in rank order: master/chief/launcher first."""
 
@@ -66,33 +56,70 @@ def replica_logs(output: Path) -> list[Path]:
     return sorted(output.glob("*.log"), key=order)
 
 
+def bounded_lines(path: Path) -> Iterator[str]:
+    """The lines of a text file; a line longer than ``limits.LOG_LINE_CHARS`` comes in pieces of
+    that size, so that a workload printing a gigabyte without a newline costs no gigabyte here."""
+    limit = limits.LOG_LINE_CHARS.value()
+    with open(path, encoding="utf-8", errors="replace") as f:
+        while line := f.readline(limit):
+            yield line
+
+
 def metrics_from_logs(output: Path) -> dict[str, float]:
     """Protocol lines of all replica logs; a name reported by several replicas keeps rank 0's value."""
     found: dict[str, float] = {}
     for log in reversed(replica_logs(output)):
-        with open(log, encoding="utf-8", errors="replace") as f:
-            found.update(parse_metric_lines(f))
+        found.update(parse_metric_lines(bounded_lines(log)))
     return found
 
 
 def read_result_json(path: Path) -> tuple[dict[str, float], dict[str, str]]:
-    """Numbers and other fields of a flat ``result.json`` object; absent file → empty."""
+    """Numbers and other fields of a flat ``result.json`` object; absent file → empty.
+
+    A field is a metric when its value is a finite number (not a boolean) and its key is a metric
+    name; any other field is info, its text cut to ``limits.INFO_CHARS``. A file larger than
+    ``limits.RESULT_BYTES``, or with more fields than ``limits.METRICS``, fails the run.
+    """
     if not path.exists():
         return {}, {}
+    limit = limits.RESULT_BYTES.value()
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        with open(path, "rb") as f:
+            raw = f.read(limit + 1)
+        if len(raw) > limit:
+            raise PostprocessError(f"result/result.json is larger than {limit:,} bytes (the limit; "
+                                   f"{limits.RESULT_BYTES.env} changes it)")
+        data = json.loads(raw.decode("utf-8"))
     except (OSError, ValueError) as e:
         raise PostprocessError(f"result/result.json is not valid JSON: {e}") from e
+    except RecursionError as e:
+        raise PostprocessError("result/result.json is nested too deeply; it must hold one flat JSON object") from e
     if not isinstance(data, dict):
         raise PostprocessError("result/result.json must hold one flat JSON object")
+    _check_count(len(data), "result/result.json has {count:,} fields")
     numbers, info = {}, {}
     for key, value in data.items():
         number = to_number(value)
-        if number is not None:
-            numbers[str(key)] = number
+        if number is not None and METRIC_NAME.fullmatch(key):
+            numbers[key] = number
         else:
-            info[str(key)] = value if isinstance(value, str) else json.dumps(value)
+            info[key] = cut(value if isinstance(value, str) else json.dumps(value))
     return numbers, info
+
+
+def cut(text: str) -> str:
+    """An info value cut to ``limits.INFO_CHARS`` characters, saying how much was cut."""
+    limit = limits.INFO_CHARS.value()
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit:,} more characters not kept)"
+
+
+def _check_count(count: int, what: str) -> None:
+    limit = limits.METRICS.value()
+    if count > limit:
+        raise PostprocessError(f"{what.format(count=count)}, more than the limit of {limit:,} metrics per run "
+                               f"({limits.METRICS.env} changes it)")
 
 
 def collect(ctx: RunContext, postprocess: Sequence[PluginConfig], declared: Sequence[MetricSpec]) -> Collected:
@@ -117,6 +144,11 @@ def collect(ctx: RunContext, postprocess: Sequence[PluginConfig], declared: Sequ
         return Collected(error=f"cannot read the run's outputs: {e.strerror or e}")
     metrics.update(numbers)
     info.update(result_info)
+    try:
+        _check_count(len(metrics), "the run reported {count:,} metrics")
+        _check_count(len(info), "the run reported {count:,} info fields")
+    except PostprocessError as e:
+        return Collected(error=str(e))
     missing = [m.name for m in declared if m.required and m.name not in metrics]
     return Collected(metrics, info, missing_reason(missing))
 

@@ -24,7 +24,7 @@ from pydantic import field_validator
 from ..errors import PostprocessError
 from ..spec.base import PluginConfig
 from .context import RunContext
-from .metrics import replica_logs, to_number
+from .metrics import bounded_lines, replica_logs, to_number
 
 TOKEN = ":::MLLOG "
 
@@ -130,8 +130,7 @@ class MllogPostprocessor:
         else:
             candidates = replica_logs(output)
         for path in candidates:
-            with open(path, encoding="utf-8", errors="replace") as f:
-                events = parse_events(f)
+            events = parse_events(bounded_lines(path))
             if events:
                 return events
         where = f"output/{self.config.file}" if self.config.file else "any replica log of output/"

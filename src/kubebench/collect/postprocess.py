@@ -8,21 +8,26 @@ it raises ``PostprocessError`` with a clear message when it cannot do its job.
 from __future__ import annotations
 
 import importlib
+import io
+import math
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
-from pathlib import PurePosixPath
-from typing import Literal, Union
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path, PurePosixPath
+from typing import BinaryIO, Literal, TextIO, Union
 
 from pydantic import field_validator
 
+from .. import limits
 from ..errors import PostprocessError
 from ..spec.base import PluginConfig, parse_duration
 from .context import RunContext
-from .metrics import parse_metric_lines, to_number
+from .metrics import METRIC_NAME, parse_metric_lines, to_number
 
 
 class RegexConfig(PluginConfig):
@@ -65,27 +70,67 @@ class RegexPostprocessor:
     def run(self, ctx: RunContext) -> dict[str, float]:
         """Apply the pattern; ``select`` picks among several matches."""
         path = ctx.output / self.config.file
+        values: dict[str, _Selected] = {}
         try:
-            text = path.read_text(encoding="utf-8", errors="replace")
+            with open(path, encoding="utf-8", errors="replace") as f:
+                for match in stream_matches(f, self.pattern):
+                    for name, raw in match.groupdict().items():
+                        number = to_number(raw)
+                        if number is not None:
+                            values.setdefault(name, _Selected()).add(number)
         except OSError as e:
             raise PostprocessError(f"cannot read output/{self.config.file}: {e.strerror or e}") from e
-        values: dict[str, list[float]] = {}
-        for match in self.pattern.finditer(text):
-            for name, raw in match.groupdict().items():
-                number = to_number(raw)
-                if number is not None:
-                    values.setdefault(name, []).append(number)
-        return {name: _select(found, self.config.select) for name, found in values.items()}
+        return {name: found.pick(self.config.select) for name, found in values.items()}
 
 
-def _select(values: list[float], how: str) -> float:
-    if how == "first":
-        return values[0]
-    if how == "last":
-        return values[-1]
-    if how == "mean":
-        return sum(values) / len(values)
-    return min(values) if how == "min" else max(values)
+def stream_matches(f: TextIO, pattern: re.Pattern) -> Iterator[re.Match]:
+    """The matches of ``pattern`` in a text file, read in windows, so that memory does not grow
+    with the file: a match up to ``limits.LOG_LINE_CHARS`` long is found as in the whole text; a
+    longer one is cut there."""
+    overlap = limits.LOG_LINE_CHARS.value()
+    chunk, context = 8 * overlap, 4096  # context: what lookbehinds and ^ see before a window
+    text, start = "", 0
+    while True:
+        data = f.read(chunk)
+        eof = not data
+        text += data
+        safe = len(text) if eof else len(text) - overlap  # a match ending past here may still grow
+        resume = max(start, safe)
+        for match in pattern.finditer(text, start):
+            if not eof and match.end() > safe and match.end() - match.start() < overlap:
+                resume = match.start()  # seen again, whole, with the next window
+                break
+            yield match
+            resume = max(match.end(), match.start() + 1, safe)
+        if eof:
+            return
+        keep = max(0, resume - context)
+        text, start = text[keep:], resume - keep
+
+
+class _Selected:
+    """First, last, min, max and mean of a stream of values, without keeping them."""
+
+    def __init__(self) -> None:
+        self.first: float | None = None
+        self.last = self.total = 0.0
+        self.count, self.low, self.high = 0, math.inf, -math.inf
+
+    def add(self, value: float) -> None:
+        self.first = value if self.first is None else self.first
+        self.last, self.total, self.count = value, self.total + value, self.count + 1
+        self.low, self.high = min(self.low, value), max(self.high, value)
+
+    def pick(self, how: str) -> float:
+        if how == "mean":
+            return mean_of(self.total, self.count, self.low, self.high)
+        return {"first": self.first, "last": self.last, "min": self.low, "max": self.high}[how]
+
+
+def mean_of(total: float, count: int, low: float, high: float) -> float:
+    """total / count, kept finite when the sum of finite values overflowed (it lies in [low, high])."""
+    mean = total / count
+    return mean if math.isfinite(mean) else min(max(mean, low), high)
 
 
 class CommandConfig(PluginConfig):
@@ -124,18 +169,54 @@ class CommandPostprocessor:
         argv = list(self.config.command)
         if argv[0] in ("python", "python3"):
             argv[0] = sys.executable
+        log = ctx.output / "postprocess.log"
         try:
-            done = subprocess.run(
-                argv, cwd=ctx.workdir, env={**os.environ, **ctx.env}, capture_output=True, text=True,
-                timeout=self.config.timeout, stdin=subprocess.DEVNULL,
-            )
+            with open(log, "w+b") as out, tempfile.TemporaryFile() as err:
+                done = subprocess.run(argv, cwd=ctx.workdir, env={**os.environ, **ctx.env}, stdout=out, stderr=err,
+                                      timeout=self.config.timeout, stdin=subprocess.DEVNULL)
+                stdout_end = out.tell()
+                err.seek(0)
+                shutil.copyfileobj(err, out)  # the log: its output, then its errors, as before
         except (OSError, subprocess.TimeoutExpired) as e:
             raise PostprocessError(f"command {argv[0]!r}: {getattr(e, 'strerror', None) or e}") from e
-        (ctx.output / "postprocess.log").write_text(done.stdout + done.stderr, encoding="utf-8")
         if done.returncode != 0:
-            tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+            tail = [line.strip() for line in _tail_lines(log, 3)]
             raise PostprocessError(f"command {shlex.join(argv)} exited {done.returncode}: {' | '.join(tail)}")
-        return parse_metric_lines(done.stdout.splitlines())
+        return parse_metric_lines(_lines_before(log, stdout_end))
+
+
+def _lines_before(path: Path, end: int) -> Iterator[str]:
+    """The lines of the first ``end`` bytes of a file (a command's stdout), long lines in pieces."""
+    limit = limits.LOG_LINE_CHARS.value()
+    with open(path, "rb") as f:
+        reader = io.TextIOWrapper(io.BufferedReader(_Limited(f, end)), encoding="utf-8", errors="replace")
+        while line := reader.readline(limit):
+            yield line
+
+
+class _Limited(io.RawIOBase):
+    """The first ``size`` bytes of a binary file, as a raw stream."""
+
+    def __init__(self, f: BinaryIO, size: int) -> None:
+        self.f, self.left = f, size
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:
+        data = self.f.read(min(len(buffer), self.left))
+        buffer[: len(data)] = data
+        self.left -= len(data)
+        return len(data)
+
+
+def _tail_lines(path: Path, count: int, block: int = 64_000) -> list[str]:
+    """The last ``count`` non-empty lines of a file, read from its end (each cut to 500 characters)."""
+    with open(path, "rb") as f:
+        f.seek(0, os.SEEK_END)
+        f.seek(max(0, f.tell() - block))
+        lines = [line for line in f.read().decode("utf-8", errors="replace").splitlines() if line.strip()]
+    return [line[:500] for line in lines[-count:]]
 
 
 class PythonConfig(PluginConfig):
@@ -174,6 +255,10 @@ class PythonPostprocessor:
         if not isinstance(result, Mapping):
             raise PostprocessError(f"{self.config.function} returned {type(result).__name__}, expected a mapping")
         numbers = {str(k): to_number(v) for k, v in result.items()}
+        names = [k for k in numbers if not METRIC_NAME.fullmatch(k)]
+        if names:
+            raise PostprocessError(f"{self.config.function}: {names[0][:100]!r} is not a metric name: use letters, "
+                                   "digits, '_', '.', ':', '/', '-', starting with a letter or '_'")
         bad = [k for k, v in numbers.items() if v is None]
         if bad:
             raise PostprocessError(f"{self.config.function}: values of {', '.join(bad)} are not finite numbers")

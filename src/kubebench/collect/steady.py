@@ -12,9 +12,9 @@ import json
 import math
 from pathlib import Path
 
-from ..analyse.steady import detect_steady_state
+from .. import limits
 from ..errors import PostprocessError
-from .metrics import to_number
+from .values import to_number
 
 STEP_FILE = "step_times.json"
 
@@ -24,10 +24,19 @@ def steady_state_metrics(output: Path) -> tuple[dict[str, float], dict[str, str]
     path = output / STEP_FILE
     if not path.exists():
         return {}, {}
+    # Here, not at the top: it brings NumPy and SciPy (~0.5 s), which a run without the file never needs.
+    from ..analyse.steady import detect_steady_state
+
+    limit = limits.STEP_FILE_BYTES.value()
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        with open(path, "rb") as f:
+            raw = f.read(limit + 1)
+        if len(raw) > limit:
+            raise PostprocessError(f"output/{STEP_FILE} is larger than {limit:,} bytes (the limit; "
+                                   f"{limits.STEP_FILE_BYTES.env} changes it)")
+        data = json.loads(raw.decode("utf-8"))
         steps = [float(s) for s in data["step_seconds"]]
-    except (OSError, ValueError, KeyError, TypeError) as e:
+    except (OSError, ValueError, KeyError, TypeError, RecursionError) as e:
         raise PostprocessError(f"output/{STEP_FILE} must hold {{\"step_seconds\": [numbers…]}}: {e}") from e
     state = detect_steady_state(steps)
     if math.isnan(state.steady_mean) or state.steady_mean <= 0:

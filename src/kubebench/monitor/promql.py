@@ -1,9 +1,10 @@
 """Telemetry of a Kubernetes run from Prometheus: cAdvisor's container metrics and the DCGM exporter's
 GPU metrics of the run's pods, over the run's time window.
 
-The pods are found by name: every pod of a run's job is named after the job, ``kb-<run id>…``
-(PyTorchJob ``kb-<id>-master-0``, batch Job ``kb-<id>-<hash>``, TrainJob ``kb-<id>-node-0-0-…``),
-and cAdvisor's series carry the pod's name and namespace but not its labels.
+The pods are found by name, with the pattern the backend gives (:class:`~kubebench.backends.base.PodTelemetry`):
+every pod of a job is named after the job by its operator (PyTorchJob ``<job>-master-0``, batch Job
+``<job>-<index>-<hash>``, TrainJob ``<job>-node-0-0-…``), and cAdvisor's series carry the pod's
+name and namespace but not its labels.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import urllib.request
 from dataclasses import dataclass
 
 from ..errors import KubebenchError
-from .config import TelemetryConfig
+from ..spec.telemetry import TelemetryConfig
 from .sampler import Sample
 
 _CONTAINERS = 'container!="", container!="POD"'  # pod-level and pause-container series double count
@@ -40,17 +41,19 @@ class PrometheusError(KubebenchError):
 
 @dataclass(frozen=True)
 class Window:
-    """Whose series and when: the run's pods in ``namespace`` from ``start`` to ``end`` (unix seconds)."""
+    """Whose series and when: the pods named like ``pods`` (a regular expression) in ``namespace``,
+    from ``start`` to ``end`` (unix seconds)."""
 
     namespace: str
-    run_id: str
+    pods: str
     start: float
     end: float
 
 
 def pod_selector(window: Window, pod_label: str = "pod") -> str:
     """PromQL label matchers of the run's pods."""
-    return f'namespace="{window.namespace}", {pod_label}=~"kb-{window.run_id}.*"'
+    pattern = window.pods.replace("\\", "\\\\").replace('"', '\\"')
+    return f'namespace="{window.namespace}", {pod_label}=~"{pattern}"'
 
 
 def run_queries(window: Window, config: TelemetryConfig) -> dict[str, str]:

@@ -1,8 +1,9 @@
 """Telemetry of one run, for the runner: started after submit, stopped when the job ends, then stored.
 
-Local runs (the handle holds the replicas' processes) are sampled by a :class:`~.sampler.Sampler`;
-Kubernetes runs (the handle names a namespace) are read from Prometheus over the run's window when
-``telemetry.prometheus_url`` is given. Telemetry never fails a run: a problem is a warning in its info.
+The backend says where it comes from (``Backend.telemetry``): replicas that are processes of this
+machine are sampled by a :class:`~.sampler.Sampler`; pods are read from Prometheus over the run's
+window when ``telemetry.prometheus_url`` is given. Telemetry never fails a run: a problem is a
+warning in its info.
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from ..backends.base import PodTelemetry, ProcessTelemetry, TelemetrySource
 from ..errors import KubebenchError
-from .config import TelemetryConfig
+from ..spec.telemetry import TelemetryConfig
 from .live import LIVE
 from .sampler import Sample, Sampler
 
@@ -30,20 +32,18 @@ class RunTelemetry:
         self.experiment_id = experiment_id
         self.run_id = run_id
         self.started = self.ended = 0.0
-        self._handle: Any = None
+        self._source: TelemetrySource | None = None
         self._sampler: Sampler | None = None
         self._samples: list[Sample] = []
         self._warning = ""
 
-    def start(self, handle: Any) -> None:
-        """Begin the run's window; sample a local job's processes from now on."""
-        self.started, self._handle = time.time(), handle
-        processes = getattr(handle, "processes", None)
-        if not self.config.enabled or processes is None:
+    def start(self, source: TelemetrySource | None) -> None:
+        """Begin the run's window; sample the job's processes from now on when it has any here."""
+        self.started, self._source = time.time(), source
+        if not self.config.enabled or not isinstance(source, ProcessTelemetry):
             return
         try:
-            pids = [process.pid for _, process in processes]
-            self._sampler = Sampler(pids, self.config.interval, self.config.gpu, self._live).start()
+            self._sampler = Sampler(list(source.pids), self.config.interval, self.config.gpu, self._live).start()
         except Exception as e:  # psutil refusing /proc, a thread that cannot start: the run goes on
             self._warning = f"telemetry sampler did not start: {e}"
 
@@ -79,13 +79,13 @@ class RunTelemetry:
         return result.model_copy(update=update) if update else result
 
     def _from_prometheus(self) -> list[Sample]:
-        namespace = getattr(self._handle, "namespace", None)
-        if not (self.config.enabled and self.config.prometheus_url and namespace and self.started):
+        source = self._source
+        if not (self.config.enabled and self.config.prometheus_url and isinstance(source, PodTelemetry) and self.started):
             return []
         from .promql import Window, pod_telemetry
 
         try:
-            return pod_telemetry(Window(namespace, self.run_id, self.started, self.ended), self.config)
+            return pod_telemetry(Window(source.namespace, source.pods, self.started, self.ended), self.config)
         except KubebenchError as e:
             self._warning = str(e)
             return []

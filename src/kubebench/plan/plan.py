@@ -13,6 +13,8 @@ import re
 import time
 from dataclasses import dataclass
 
+from .. import limits
+from ..errors import PlanError
 from ..spec.model import BenchmarkSpec
 from .sweep import expand
 
@@ -73,13 +75,22 @@ def make_plan(spec: BenchmarkSpec, experiment_id: str, job_fingerprint: str, rep
     Rounds (as asv does) spread slow drift of the machine over all trials instead of one.
     """
     points = expand(spec.parameters, spec.sweep, spec.include, spec.exclude)
+    count = repeats if repeats is not None else spec.first_repeats
+    _check_runs(len(points), count, spec.warmup_runs)
     trials = tuple(
         Trial(id=digest(experiment_id, job_fingerprint, p, length=10), index=i, params=p) for i, p in enumerate(points)
     )
-    count = repeats if repeats is not None else spec.first_repeats
     warmups = [make_run(t, r, True) for r in range(spec.warmup_runs) for t in trials]
     counted = [make_run(t, r) for r in range(count) for t in trials]
     return Plan(experiment_id, job_fingerprint, trials, tuple(warmups + counted))
+
+
+def _check_runs(points: int, repeats: int, warmups: int) -> None:
+    runs, limit = points * (repeats + warmups), limits.RUNS.value()
+    if runs > limit:
+        raise PlanError(f"repeats: the plan has {runs:,} runs ({points:,} parameter points × ({repeats} repeats + "
+                        f"{warmups} warm-up runs)), more than the limit of {limit:,}; plan fewer, or raise "
+                        f"{limits.RUNS.env}")
 
 
 def make_run(trial: Trial, repeat: int, warmup: bool = False) -> Run:

@@ -4,13 +4,14 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError
 from ..plan.plan import Run, digest
-from ..spec.model import JOB_KINDS, JobSpec, LoadedSpec
+from ..spec.model import JOB_KINDS, JobSpec, LoadedSpec, env_name
 from . import kinds
 from .templating import render_string, render_template_file
 
@@ -85,13 +86,14 @@ def render_run(loaded: LoadedSpec, run: Run, experiment_id: str, env: dict[str, 
         shape = resolve_shorthand(job, context, run)
         manifest = kinds.build_manifest(shape, name, run_labels, loaded.spec.timeout)
     kinds.inject(manifest, env, run_labels)
+    check_startable(manifest, f"{job.template}" if job.template else "job")
     workdir = loaded.base_dir / (job.working_dir or ".")
     return RenderedJob(run.id, str(manifest["metadata"]["name"]), manifest, workdir)
 
 
 def resolve_shorthand(job: JobSpec, context: dict[str, Any], run: Run) -> kinds.JobShape:
     """Fill the parameters into every string of the shorthand and check the resulting types."""
-    trial = ", ".join(f"{k}={v}" for k, v in run.trial.params.items()) or "no parameters"
+    trial = (", ".join(f"{k}={v}" for k, v in run.trial.params.items()) or "no parameters").replace("\0", "\\0")
 
     def fill(value: Any, where: str) -> Any:
         if isinstance(value, str):
@@ -103,6 +105,10 @@ def resolve_shorthand(job: JobSpec, context: dict[str, Any], run: Run) -> kinds.
         return value
 
     data = {k: fill(v, k) for k, v in job.model_dump(exclude={"template", "working_dir"}).items()}
+    for field in ("command", "env"):
+        for path in _with_nul(data[field], (field,)):
+            raise SpecError(f"job.{_field_path(path)} (trial {trial}): the value rendered for this trial holds a NUL "
+                            "character, which no command line or environment can hold")
     try:
         workers = int(data["workers"])
     except ValueError as e:
@@ -146,3 +152,37 @@ def _server_shape(data: dict[str, Any], trial: str) -> kinds.serving.ServerShape
 def _text(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
+
+
+def check_startable(manifest: dict[str, Any], where: str) -> None:
+    """A SpecError unless every process of the manifest can be started: no string holds a NUL
+    character, and every environment variable has a name (without ``=``)."""
+    if "\\u0000" not in json.dumps(manifest, default=str):  # the usual case, in C
+        nul = []
+    else:
+        nul = _with_nul(manifest, ())
+    for path in nul:
+        raise SpecError(f"{where}: the rendered job holds a NUL character at {_field_path(path)}")
+    for group in kinds.replica_groups(manifest):
+        spec = group.template.get("spec") or {}
+        for container in (spec.get("initContainers") or []) + (spec.get("containers") or []):
+            for entry in container.get("env") or []:
+                try:
+                    env_name(str(entry.get("name", "")))
+                except ValueError as e:
+                    raise SpecError(f"{where}: container {container.get('name')!r}: {e}") from None
+
+
+def _with_nul(value: Any, path: tuple) -> list[tuple]:
+    if isinstance(value, str):
+        return [path] if "\0" in value else []
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in ([path + (k,)] if "\0" in str(k) else _with_nul(v, path + (k,)))]
+    if isinstance(value, (list, tuple)):
+        return [p for i, v in enumerate(value) for p in _with_nul(v, path + (i,))]
+    return []
+
+
+def _field_path(path: tuple) -> str:
+    text = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
+    return text.replace("\0", "\\0")

@@ -1,11 +1,27 @@
 """What each job kind looks like as a manifest: building it from the shorthand, finding its replicas
 (type, count, pod template) again, and decorating its pods — the one place that knows the layouts.
+
+The shorthand follows each operator's semantics (see docs/kubernetes-conformance.md):
+
+- Kubeflow v1 jobs get no ``runPolicy.backoffLimit``: with one, training-operator ≤ v1.9.3 deletes
+  every pod before it marks the job Failed (kubeflow/trainer#3419); ``restartPolicy: Never`` alone
+  fails the job at the first failed replica. ``cleanPodPolicy: Running`` stops what still runs once
+  the job ended (a master hung on a dead peer, MPI workers) so that no pod holds GPUs afterwards.
+- ``restartPolicy`` is set on the replica spec only (in the pod template too, the operators warn
+  on every pod);
+- MPIJob v2beta1 (mpi-operator): the launcher is created once the workers are Ready
+  (``launcherCreationPolicy: WaitForWorkersReady``: their hostnames resolve only then) and the
+  workers run an SSH server (``/usr/sbin/sshd -De``, as the Dockerfile's ``mpi`` target does); v1 (training-operator) workers sleep, as its launcher execs into them;
+- the job's own deadline is the run's timeout plus a margin, so that kubebench's clock always fires
+  first and reads the logs before anything is deleted (the operators count from creation or from
+  their first reconcile, to the second).
 """
 
 from __future__ import annotations
 
 import copy
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +36,10 @@ PATCH_MANAGER = "kubebench.io/kubebench"
 #: Name of the replicated job and of the container of Kubeflow Trainer's torch runtimes.
 TRAINER_NODE = "node"
 MPI_API_VERSIONS = ("kubeflow.org/v2beta1", "kubeflow.org/v1")
+#: The job's activeDeadlineSeconds exceeds the run's timeout by this much (seconds, or share of it).
+DEADLINE_MARGIN_S, DEADLINE_MARGIN_SHARE = 60, 0.1
+#: What an MPI worker runs: mpi-operator v2 reaches the ranks over SSH; training-operator v1 execs.
+MPI_WORKER_COMMANDS = {"kubeflow.org/v2beta1": ["/usr/sbin/sshd", "-De"], "kubeflow.org/v1": ["sleep", "infinity"]}
 
 
 @dataclass(frozen=True)
@@ -63,7 +83,7 @@ _CONTAINER_NAMES = {"PyTorchJob": "pytorch", "TFJob": "tensorflow", "MPIJob": "m
 def build_manifest(job: JobShape, name: str, labels: dict[str, str], timeout: float) -> Manifest:
     """The manifest of the shorthand job, in the form its Kubernetes operator expects."""
     container = _container(job)
-    deadline = max(1, math.ceil(timeout))
+    deadline = active_deadline(timeout)
     builders = {
         "Process": _process,
         "PyTorchJob": _pytorch,
@@ -98,18 +118,24 @@ def _scheduling(job: JobShape) -> dict[str, Any]:
     return spec
 
 
-def _pod(container: dict[str, Any], job: JobShape) -> dict[str, Any]:
+def active_deadline(timeout: float) -> int:
+    """The job's activeDeadlineSeconds for a run's ``timeout``: later than kubebench's own clock."""
+    return max(1, math.ceil(timeout + max(DEADLINE_MARGIN_S, DEADLINE_MARGIN_SHARE * timeout)))
+
+
+def _pod(container: dict[str, Any], job: JobShape, restart: bool = True) -> dict[str, Any]:
     # A copy per replica type: shared objects would become YAML aliases and share later edits.
-    spec = {"restartPolicy": "Never", "containers": [copy.deepcopy(container)], **_scheduling(job)}
+    spec = {**({"restartPolicy": "Never"} if restart else {}), "containers": [copy.deepcopy(container)], **_scheduling(job)}
     return {"spec": spec}
 
 
 def _replica(count: int, container: dict[str, Any], job: JobShape) -> dict[str, Any]:
-    return {"replicas": count, "restartPolicy": "Never", "template": _pod(container, job)}
+    # The operators take restartPolicy from the replica spec and warn when the template has one too.
+    return {"replicas": count, "restartPolicy": "Never", "template": _pod(container, job, restart=False)}
 
 
-def _run_policy(deadline: int) -> dict[str, Any]:
-    return {"activeDeadlineSeconds": deadline, "backoffLimit": 0, "cleanPodPolicy": "None"}
+def _run_policy(deadline: int, clean: str = "None") -> dict[str, Any]:
+    return {"activeDeadlineSeconds": deadline, "cleanPodPolicy": clean}
 
 
 def _process(job: JobShape, container: dict, deadline: int) -> tuple[str, str, dict]:
@@ -130,17 +156,18 @@ def _tfjob(job: JobShape, container: dict, deadline: int) -> tuple[str, str, dic
 
 
 def _mpijob(job: JobShape, container: dict, deadline: int) -> tuple[str, str, dict]:
-    # Both operators: the launcher runs mpirun; workers run the image's default (an SSH server for
-    # mpi-operator v2beta1, a sleep for the training operator's v1) and host the ranks mpirun starts.
+    # Both operators: the launcher runs mpirun; the workers host the ranks mpirun starts.
     if job.mpi_api_version not in MPI_API_VERSIONS:
         raise SpecError(f"job.mpi_api_version: {job.mpi_api_version!r} is not one of {', '.join(MPI_API_VERSIONS)}")
     launcher = {**container, "command": ["mpirun", "-np", str(job.workers), *job.command]}
-    worker = {k: v for k, v in container.items() if k != "command"}
-    spec = {
-        "slotsPerWorker": 1,
-        "runPolicy": _run_policy(deadline),
-        "mpiReplicaSpecs": {"Launcher": _replica(1, launcher, job), "Worker": _replica(job.workers, worker, job)},
-    }
+    worker = {**container, "command": list(MPI_WORKER_COMMANDS[job.mpi_api_version])}
+    # The workers never end by themselves: once the launcher has, the operator stops them.
+    spec: dict[str, Any] = {"slotsPerWorker": 1, "runPolicy": _run_policy(deadline, "Running")}
+    if job.mpi_api_version == "kubeflow.org/v2beta1":
+        # mpi-operator passes runPolicy.backoffLimit to the launcher Job (default 6 retries of mpirun).
+        spec["runPolicy"]["backoffLimit"] = 0
+        spec["launcherCreationPolicy"] = "WaitForWorkersReady"
+    spec["mpiReplicaSpecs"] = {"Launcher": _replica(1, launcher, job), "Worker": _replica(job.workers, worker, job)}
     return job.mpi_api_version, "MPIJob", spec
 
 
@@ -253,17 +280,47 @@ def _merge_env(existing: list[dict] | None, env: dict[str, str]) -> list[dict]:
     return kept + [{"name": k, "value": v} for k, v in env.items()]
 
 
-def mount_claim(manifest: Manifest, volume: str, claim: str, mount_path: str) -> Manifest:
-    """Mount the PersistentVolumeClaim ``claim`` at ``mount_path`` in every container of every pod."""
+def mount_claim(manifest: Manifest, volume: str, claim: str, mount_path: str,
+                folders: tuple[tuple[str, str, bool], ...] = ()) -> Manifest:
+    """Mount the PersistentVolumeClaim ``claim`` in every container of every pod: whole at
+    ``mount_path``, or only ``folders`` — ``(mount path, sub path on the claim, read only)`` each."""
+    mounts = [{"name": volume, "mountPath": path, "subPath": sub, **({"readOnly": True} if read_only else {})}
+              for path, sub, read_only in folders] or [{"name": volume, "mountPath": mount_path}]
     for template in pod_templates(manifest):
         spec = template.setdefault("spec", {})
         volumes = spec.setdefault("volumes", [])
         if not any(v.get("name") == volume for v in volumes):
             volumes.append({"name": volume, "persistentVolumeClaim": {"claimName": claim}})
         for container in _mounting_containers(manifest, spec):
+            existing = container.setdefault("volumeMounts", [])
+            if not any(m.get("name") == volume for m in existing):
+                existing += copy.deepcopy(mounts)
+    return manifest
+
+
+def mount_config_map(manifest: Manifest, volume: str, config_map: str, path: str) -> Manifest:
+    """Mount the ConfigMap ``config_map`` read-only at ``path`` in every container of every pod, and
+    make ``path`` the working directory of the containers that set none (TrainJob patches cannot)."""
+    for template in pod_templates(manifest):
+        spec = template.setdefault("spec", {})
+        volumes = spec.setdefault("volumes", [])
+        if not any(v.get("name") == volume for v in volumes):
+            volumes.append({"name": volume, "configMap": {"name": config_map}})
+        for container in _mounting_containers(manifest, spec):
             mounts = container.setdefault("volumeMounts", [])
             if not any(m.get("name") == volume for m in mounts):
-                mounts.append({"name": volume, "mountPath": mount_path})
+                mounts.append({"name": volume, "mountPath": path, "readOnly": True})
+            if manifest.get("kind") != "TrainJob":
+                container.setdefault("workingDir", path)
+    return manifest
+
+
+def set_template_annotations(manifest: Manifest, annotations: dict[str, str]) -> Manifest:
+    """Add ``annotations`` to every pod template that does not set them itself."""
+    for template in pod_templates(manifest):
+        found = template.setdefault("metadata", {}).setdefault("annotations", {})
+        for key, value in annotations.items():
+            found.setdefault(key, value)
     return manifest
 
 
@@ -279,6 +336,48 @@ def _mounting_containers(manifest: Manifest, pod_spec: dict[str, Any]) -> list[d
     return [node]
 
 
+SHM_VOLUME = "kubebench-shm"
+
+
+def mount_shm(manifest: Manifest, size: str | None = None) -> Manifest:
+    """A memory-backed ``/dev/shm`` in every container of every pod that mounts none there (the
+    container runtime's 64 MiB breaks NCCL and DataLoader workers)."""
+    for template in pod_templates(manifest):
+        spec = template.setdefault("spec", {})
+        containers = _mounting_containers(manifest, spec)
+        if any(m.get("mountPath") == "/dev/shm" for c in containers for m in c.get("volumeMounts") or []):
+            continue
+        volumes = spec.setdefault("volumes", [])
+        if not any(v.get("name") == SHM_VOLUME for v in volumes):
+            volumes.append({"name": SHM_VOLUME, "emptyDir": {"medium": "Memory", **({"sizeLimit": size} if size else {})}})
+        for container in containers:
+            container.setdefault("volumeMounts", []).append({"name": SHM_VOLUME, "mountPath": "/dev/shm"})
+    return manifest
+
+
+def add_env_default(manifest: Manifest, env: dict[str, str]) -> Manifest:
+    """Add ``env`` to every replica's containers that do not set these variables themselves."""
+    if manifest.get("kind") == "TrainJob":
+        trainer = manifest.setdefault("spec", {}).setdefault("trainer", {})
+        names = {e.get("name") for e in trainer.get("env") or []}
+        trainer["env"] = (trainer.get("env") or []) + [{"name": k, "value": v} for k, v in env.items() if k not in names]
+        return manifest
+    for group in replica_groups(manifest):
+        for container in group.template.get("spec", {}).get("containers", []):
+            names = {e.get("name") for e in container.get("env") or []}
+            added = [{"name": k, "value": v} for k, v in env.items() if k not in names]
+            if added:
+                container["env"] = (container.get("env") or []) + added
+    return manifest
+
+
+def set_template_labels(manifest: Manifest, labels: dict[str, str]) -> Manifest:
+    """Add ``labels`` to every pod template (every operator copies them onto the pods)."""
+    for template in pod_templates(manifest):
+        template.setdefault("metadata", {}).setdefault("labels", {}).update(labels)
+    return manifest
+
+
 def set_pod_defaults(manifest: Manifest, fields: dict[str, Any]) -> Manifest:
     """Set pod spec ``fields`` (e.g. ``serviceAccountName``) in every pod the job does not set them in."""
     for template in pod_templates(manifest):
@@ -289,11 +388,35 @@ def set_pod_defaults(manifest: Manifest, fields: dict[str, Any]) -> Manifest:
 
 
 def ensure_deadline(manifest: Manifest, seconds: float) -> Manifest:
-    """Give the job an active deadline where it has none, so that no job can run forever."""
-    deadline = max(1, math.ceil(seconds))
+    """Give the job an active deadline where it has none, so that no job can run forever (later
+    than the run's timeout ``seconds``, see :func:`active_deadline`)."""
+    deadline = active_deadline(seconds)
     kind, spec = manifest.get("kind"), manifest.setdefault("spec", {})
     if kind in _REPLICA_FIELDS:
         spec.setdefault("runPolicy", {}).setdefault("activeDeadlineSeconds", deadline)
     elif kind in ("Job", "TrainJob", "Serving"):
         spec.setdefault("activeDeadlineSeconds", deadline)
+    return manifest
+
+
+_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
+
+
+def valid_labels(manifest: Manifest) -> Manifest:
+    """kubebench's labels as the API server accepts them (≤ 63 characters, alphanumeric at both ends):
+    a cut id loses its trailing separators; an id that cannot be a label is refused here, clearly."""
+    labels = manifest.get("metadata", {}).get("labels") or {}
+    fixed = {}
+    for key, value in labels.items():
+        if not key.startswith(LABEL_PREFIX):
+            continue
+        valid = str(value)[:63].rstrip("-_.")
+        if not _LABEL_VALUE.fullmatch(valid):
+            raise SpecError(f"{value!r} ({key}) cannot be a Kubernetes label value: use letters, digits, '-', '_' "
+                            "and '.', starting and ending with a letter or digit (e.g. kubebench run --id bench-1)")
+        if valid != value:
+            fixed[key] = valid
+    if fixed:
+        labels.update(fixed)
+        set_template_labels(manifest, fixed)
     return manifest

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import traceback
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -15,11 +14,16 @@ from ..errors import TemplateError
 
 @cache
 def _environment() -> Any:
-    from jinja2 import StrictUndefined
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
+    from .sandbox import BoundedSandbox
 
-    # Sandboxed and strict: templates come from users, and a misspelt parameter must fail loudly.
-    return ImmutableSandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=True)
+    # Sandboxed, bounded and strict: templates come from users, and a misspelt parameter must fail loudly.
+    return BoundedSandbox()
+
+
+@lru_cache(maxsize=512)
+def _compiled(text: str) -> Any:
+    # a sweep renders the same few strings once per trial: compile each once
+    return _environment().from_string(text)
 
 
 def render_string(text: str, context: dict[str, Any], where: str) -> str:
@@ -28,12 +32,20 @@ def render_string(text: str, context: dict[str, Any], where: str) -> str:
         return text
     import jinja2
 
+    from .sandbox import render_bounded
+
     try:
-        return _environment().from_string(text).render(context)
+        return render_bounded(_compiled(text), context)
+    except TemplateError as e:  # a limit
+        raise TemplateError(f"{where}: {e} in {_shown(text)}") from e
     except jinja2.TemplateError as e:
-        raise TemplateError(f"{where}: {_jinja_message(e)} in {text!r}") from e
+        raise TemplateError(f"{where}: {_jinja_message(e)} in {_shown(text)}") from e
     except Exception as e:  # an expression of the user's failed (1/0, a bad filter argument…)
-        raise TemplateError(f"{where}: {type(e).__name__}: {e} in {text!r}") from e
+        raise TemplateError(f"{where}: {type(e).__name__}: {e} in {_shown(text)}") from e
+
+
+def _shown(text: str) -> str:
+    return repr(text) if len(text) <= 200 else repr(text[:200]) + "…"
 
 
 def render_template_file(path: Path, context: dict[str, Any], text: str) -> dict[str, Any]:
@@ -50,13 +62,17 @@ def render_template_file(path: Path, context: dict[str, Any], text: str) -> dict
 def _render_jinja_file(path: Path, text: str, context: dict[str, Any]) -> str:
     import jinja2
 
+    from .sandbox import render_bounded
+
     try:
-        return _environment().from_string(text).render(context)
+        return render_bounded(_compiled(text), context)
     except jinja2.TemplateSyntaxError as e:
         raise TemplateError(f"{path}:{e.lineno}: template syntax error: {e.message}") from e
-    except Exception as e:  # TemplateError, or an expression of the user's that failed (1/0…)
+    except Exception as e:  # TemplateError, a limit, or an expression of the user's that failed (1/0…)
         line = _template_line(e)
         message = _jinja_message(e) if isinstance(e, jinja2.TemplateError) else f"{type(e).__name__}: {e}"
+        if isinstance(e, TemplateError):
+            message = str(e)
         raise TemplateError(f"{path}{f':{line}' if line else ''}: {message}") from e
 
 
@@ -86,11 +102,10 @@ def _load_yaml(text: str, path: Path) -> Any:
 
 
 def _render_jsonnet(path: Path, text: str, context: dict[str, Any]) -> Any:
-    import _jsonnet
+    from .jsonnet import evaluate
 
-    codes = {key: json.dumps(value, default=str) for key, value in context.items()}
     try:
-        return json.loads(_jsonnet.evaluate_snippet(str(path), text, ext_codes=codes))
-    except RuntimeError as e:
-        # The message already names file:line:column of the failing expression.
-        raise TemplateError(f"{path}: jsonnet error: {str(e).strip()}") from e
+        return evaluate(str(path), text, context)
+    except TemplateError as e:
+        # Jsonnet's message already names file:line:column of the failing expression.
+        raise TemplateError(f"{path}: {e}") from e

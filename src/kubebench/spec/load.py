@@ -8,20 +8,28 @@ from typing import Any, get_args
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from .. import limits
 from ..errors import SpecError
 from .model import BenchmarkSpec, LoadedSpec
 
-MAX_SPEC_BYTES = 1_000_000
 Location = tuple[int, int]  # 1-based line and column
 
 
 def read_text(path: str | Path, what: str = "spec") -> str:
-    """The text of a user file, or a SpecError naming it."""
+    """The text of a user file, or a SpecError naming it.
+
+    At most the size limit is read, whatever the file claims to be: a device (``/dev/zero``), a pipe
+    or a file that grows while it is read never makes kubebench read without bound.
+    """
     p = Path(path)
+    limit = limits.SPEC_BYTES.value()
     try:
-        if p.stat().st_size > MAX_SPEC_BYTES:
-            raise SpecError(f"{p}: {what} file is larger than {MAX_SPEC_BYTES} bytes")
-        return p.read_text(encoding="utf-8")
+        with open(p, "rb") as f:
+            data = f.read(limit + 1)
+        if len(data) > limit:
+            raise SpecError(f"{p}: {what} file is larger than {limit} bytes (the limit; "
+                            f"{limits.SPEC_BYTES.env} changes it)")
+        return data.decode("utf-8")
     except FileNotFoundError as e:
         raise SpecError(f"{p}: {what} file not found") from e
     except IsADirectoryError as e:
@@ -31,35 +39,86 @@ def read_text(path: str | Path, what: str = "spec") -> str:
 
 
 def parse_yaml(text: str, source: str) -> tuple[Any, dict[tuple, Location]]:
-    """Safe-load YAML and map each key path to its line/column for error messages."""
+    """Safe-load YAML and map each key path to its line/column for error messages.
+
+    The document is refused, with its line and column, when it nests deeper than the depth limit
+    or holds more values than the values limit, counting what aliases repeat: 600 bytes of nested
+    aliases would otherwise stand for billions of values.
+    """
+    loader = None
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        loader = _BoundedLoader(text)
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
         started = ""
         if e.context_mark and e.problem_mark and e.context_mark.line != e.problem_mark.line:
             started = f" ({e.context} at line {e.context_mark.line + 1}, column {e.context_mark.column + 1})"
-        raise SpecError(f"{where}: YAML syntax error: {e.problem or e}{started}") from e
+        kind = "YAML document over a limit" if isinstance(e, _OverLimit) else "YAML syntax error"
+        raise SpecError(f"{where}: {kind}: {e.problem or e}{started}") from e
     except yaml.YAMLError as e:
         raise SpecError(f"{source}: YAML error: {e}") from e
+    finally:
+        if loader is not None:
+            loader.dispose()
     locations: dict[tuple, Location] = {}
     if node is not None:
-        _index(node, (), locations)
+        _index(node, (), locations, set())
     return data, locations
 
 
-def _index(node: yaml.Node, path: tuple, out: dict[tuple, Location]) -> None:
+class _OverLimit(yaml.MarkedYAMLError):
+    """A document too deep or too large (located like a syntax error)."""
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader that counts, while it composes, how deep and how many values the
+    document is (an alias counts as every value of the node it names), and stops at the limits."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+        self._sizes: dict[int, int] = {}  # expanded values of each node composed, by id
+        self._max_depth, self._max_values = limits.YAML_DEPTH.value(), limits.YAML_VALUES.value()
+
+    def compose_node(self, parent: Any, index: Any) -> yaml.Node:
+        event = self.peek_event()
+        mark = event.start_mark
+        if isinstance(event, yaml.CollectionStartEvent) and self._depth >= self._max_depth:
+            raise _OverLimit(
+                None, None, f"nested deeper than {self._max_depth} levels (the limit; "
+                f"{limits.YAML_DEPTH.env} changes it)", mark)
+        self._depth += 1
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+        if id(node) not in self._sizes:
+            children = node.value if isinstance(node, yaml.SequenceNode) else (
+                [n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode) else [])
+            self._sizes[id(node)] = 1 + sum(self._sizes[id(child)] for child in children)
+        if self._sizes[id(node)] > self._max_values:
+            raise _OverLimit(
+                None, None, f"the document holds more than {self._max_values} values, counting each alias "
+                f"(*name) as the values it repeats (the limit; {limits.YAML_VALUES.env} changes it)", mark)
+        return node
+
+
+def _index(node: yaml.Node, path: tuple, out: dict[tuple, Location], seen: set[int]) -> None:
     out[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
+    if id(node) in seen:
+        return  # a node repeated by an alias: its inside is located where it was first written
+    seen.add(id(node))
     if isinstance(node, yaml.MappingNode):
         for key, value in node.value:
             child = path + (key.value,)
-            _index(value, child, out)
+            _index(value, child, out, seen)
             out[child] = (key.start_mark.line + 1, key.start_mark.column + 1)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
-            _index(item, path + (i,), out)
+            _index(item, path + (i,), out, seen)
 
 
 def labelled(locations: dict[tuple, Location], source: str, under: tuple = ()) -> dict[tuple, str]:
@@ -135,10 +194,32 @@ def validate_spec(data: Any, source: str, where: dict[tuple, str]) -> BenchmarkS
     """Validate parsed YAML as a BenchmarkSpec, translating errors to file:line messages."""
     if not isinstance(data, dict):
         raise SpecError(f"{source}: a spec must be a YAML mapping (apiVersion, kind, name, job, …)")
+    nul = [f"{locate(where, path) or source}: {_dotted(path)}: holds a NUL character, which no command line, "
+           "environment or file name can hold" for path in _with_nul(data, ())]
+    if nul:
+        raise SpecError("\n".join(nul))
     try:
         return BenchmarkSpec.model_validate(data)
     except ValidationError as e:
         raise SpecError(format_validation_error(e, source, where, data, BenchmarkSpec)) from e
+
+
+def _dotted(path: tuple) -> str:
+    return ".".join(str(part).replace("\0", "\\0") for part in path)
+
+
+def _with_nul(data: Any, path: tuple) -> list[tuple]:
+    """Key paths of the strings (keys or values) that hold a NUL character."""
+    if isinstance(data, str):
+        return [path] if "\0" in data else []
+    found = []
+    if isinstance(data, dict):
+        for key, value in data.items():
+            found += [path + (key,)] if isinstance(key, str) and "\0" in key else _with_nul(value, path + (key,))
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            found += _with_nul(value, path + (i,))
+    return found
 
 
 def parse_override(text: str) -> tuple[str, Any]:

@@ -9,16 +9,26 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
-from pydantic import ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import AfterValidator, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
-from .. import registry
-from ..monitor.config import TelemetryConfig
+from .. import METRIC_NAME, registry
+from .telemetry import TelemetryConfig
 from .base import Model, parse_duration
 
 JOB_KINDS = ("Process", "PyTorchJob", "TFJob", "MPIJob", "TrainJob", "Job", "Serving")
 
 Scalar = Union[bool, int, float, str, None]
 ParamValue = Union[Scalar, list[Scalar]]
+
+
+def env_name(name: str) -> str:
+    """An environment variable's name as every process start accepts it: not empty, no ``=``, no NUL."""
+    if not name or "=" in name or "\0" in name:
+        raise ValueError(f"environment variable name {name!r} must not be empty or hold '=' or a NUL character")
+    return name
+
+
+EnvName = Annotated[str, AfterValidator(env_name)]
 
 
 class ServerSpec(Model):
@@ -37,7 +47,7 @@ class ServerSpec(Model):
     readiness: str = Field("/health", pattern=r"^/")
     api_path: str = "/v1"
     startup_timeout: float = 600.0
-    env: dict[str, Union[str, int, float, bool]] = Field(default_factory=dict)
+    env: dict[EnvName, Union[str, int, float, bool]] = Field(default_factory=dict)
     resources: dict[str, Union[str, int, float]] = Field(default_factory=dict)
 
     @field_validator("command", mode="before")
@@ -66,7 +76,7 @@ class JobSpec(Model):
     workers: Union[int, str] = 1
     image: str = "python:3.11-slim"
     command: list[str] = Field(default_factory=list)
-    env: dict[str, Union[str, int, float, bool]] = Field(default_factory=dict)
+    env: dict[EnvName, Union[str, int, float, bool]] = Field(default_factory=dict)
     resources: dict[str, Union[str, int, float]] = Field(default_factory=dict)
     working_dir: str | None = None
     template: str | None = None
@@ -115,7 +125,7 @@ def _scalar_text(value: object) -> str:
 class MetricSpec(Model):
     """A metric the benchmark measures; ``required`` ones missing from a run fail it."""
 
-    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.:/-]*$")
+    name: str = Field(pattern=f"^{METRIC_NAME}$")
     unit: str = ""
     goal: Literal["maximize", "minimize"] = "maximize"
     primary: bool = False

@@ -14,7 +14,7 @@ import time
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
-from sqlalchemy import Connection, ColumnElement, bindparam, case, exists, func, literal, or_, select, update
+from sqlalchemy import Connection, ColumnElement, bindparam, case, func, literal, or_, select, update
 
 from . import schema
 from .records import RUN_STATUSES, ExperimentRecord
@@ -23,8 +23,12 @@ STATES = ("pending", "running", "succeeded", "failed", "cancelled")
 
 _r, _e = schema.runs, schema.experiments
 #: Which statuses an experiment's counted runs have: one index seek per status, whatever the size.
+#: Each EXISTS selects an indexed column, not ``*`` (what ``exists()`` writes): for ``*`` SQLite costs
+#: a table read per row, and once ANALYZE has seen one experiment hold all the runs it scans the
+#: table instead, 10,000 rows for each status that is absent, whenever a run is recorded.
 _STATUSES_PRESENT = select(*(
-    exists().where(_r.c.experiment_id == bindparam("exp_id"), _r.c.warmup.is_(False), _r.c.status == s).label(s)
+    select(_r.c.status).where(_r.c.experiment_id == bindparam("exp_id"), _r.c.status == s,
+                              _r.c.warmup.is_(False)).exists().label(s)
     for s in RUN_STATUSES
 ))
 # a run changing state changes its experiment: its updated_at moves with its state
@@ -133,7 +137,7 @@ def read_page(conn: Connection, query: PageQuery) -> ExperimentPage:
     by_status: dict[str, dict[str, int]] = {}
     grouped = (select(_r.c.experiment_id, _r.c.status, func.count())
                .where(_r.c.experiment_id.in_(ids), _r.c.warmup.is_(False))
-               .group_by(_r.c.experiment_id, _r.c.warmup, _r.c.status))
+               .group_by(_r.c.experiment_id, _r.c.status))  # the index's order: no sort
     for exp_id, status, n in conn.execute(grouped).all():
         by_status.setdefault(exp_id, {})[status] = n
     items = []

@@ -142,9 +142,9 @@ class Store:
             query = query.where(where)
         if limit:
             query = query.limit(limit)
-        # grouped in the order of ix_runs_experiment_warmup_status: an index scan, no sort
+        # grouped in the order of ix_runs_experiment_status_warmup_id: an index scan, no sort
         counts_query = (select(r.c.experiment_id, r.c.status, func.count()).where(r.c.warmup.is_(False))
-                        .group_by(r.c.experiment_id, r.c.warmup, r.c.status))
+                        .group_by(r.c.experiment_id, r.c.status))
         if where is not None or limit:
             counts_query = counts_query.where(r.c.experiment_id.in_(query.with_only_columns(e.c.id)))
         with self._tx("read experiments") as conn:

@@ -5,6 +5,6 @@ with an Alembic migration in ``migrations/versions`` whose revision becomes ``HE
 checks that the migrations and the tables agree.
 """
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 #: The Alembic revision of ``SCHEMA_VERSION`` (checked against the migrations by a test).
-HEAD_REVISION = "0005"
+HEAD_REVISION = "0006"

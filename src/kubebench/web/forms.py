@@ -38,8 +38,18 @@ class LaunchForm(BaseModel):
     # values are checked by the spec they become (one message per problem, located by name)
     parameters: dict[str, Any] = Field(default_factory=dict, description="name → value, or list of values to sweep")
     repeats: int = Field(1, ge=1, le=10_000)
-    backend: Literal["local", "kubernetes"] = "local"
+    backend: str = Field("local", description="a backend of the plugin registry (built-in: local, kubernetes)")
     metrics: list[Union[MetricField, str]] = Field(default_factory=list)
+
+    @field_validator("backend")
+    @classmethod
+    def _known_backend(cls, value: str) -> str:
+        from .. import registry
+
+        known = registry.names("backends")
+        if value not in known:
+            raise ValueError(f"unknown backend {value!r}; valid: {', '.join(sorted(known))}")
+        return value
 
     @field_validator("command")
     @classmethod
@@ -94,7 +104,7 @@ class Problem(BaseModel):
 
 
 _LOCATED = re.compile(r"^(?P<file>[^:\n]+?):(?P<line>\d+)(?::(?P<column>\d+))?: (?P<rest>.*)$")
-_FIELD = re.compile(r"^(?P<field>[A-Za-z_][\w.\[\]-]*|\(top level\))(?: \((?P<context>[^)]*)\))?: (?P<message>.*)$")
+_FIELD = re.compile(r"^(?P<field>[A-Za-z_][\w.\[\]=-]*|\(top level\))(?: \((?P<context>[^)]*)\))?: (?P<message>.*)$")
 _INDEX = re.compile(r"\[(\d+)\]")
 # the form field a path of the generated spec comes from
 _FORM_FIELDS = {"job.command": "command", "job.image": "image", "job.template": "template", "job": "command"}
@@ -149,6 +159,14 @@ def _by_field(text: str, files: dict[str, str], spec_text: str) -> Problem:
             return Problem(loc=f"line {line}, column {column}", field=field, line=line, column=column,
                            message=_with_context(found))
     return Problem(loc="spec", field=field, message=_with_context(found))
+
+
+def _file_of(text: str, files: dict[str, str]) -> str:
+    """Which file a message that has no line is about: the one it starts with, else the spec."""
+    for shown in files.values():
+        if text.startswith((f"{shown}:", f"{shown} ")):
+            return shown
+    return "spec"
 
 
 def form_problems(problems: list[Problem]) -> list[Problem]:

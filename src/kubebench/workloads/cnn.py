@@ -9,6 +9,7 @@ Rank 0 prints ``images/sec: <global rate>`` (summed over replicas) and a ``KUBEB
 with ``images_per_sec``, ``step_time_p50/p90/p99`` (seconds, measured steps only) and
 ``peak_memory_bytes`` (largest over replicas: CUDA allocations, or the process's peak RSS on CPU),
 and writes every step's time, warm-up included, to ``$KUBEBENCH_EXP_OUTPUT_PATH/step_times.json``.
+Every rank ends with ``rank R of N: params_sha256=… own_rate=…`` (see ``measure.report_replicas``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from torch import nn
 
 from . import data as datasets
 from .distributed import MODES, Group, MpiGradients, setup
-from .measure import peak_rss_bytes, print_header, report_throughput, write_step_times
+from .measure import params_digest, peak_rss_bytes, print_header, report_replicas, report_throughput, write_step_times
 from .models import AMP_MODES, MODELS, autocast, build_model, compiled, prepare
 from .options import non_negative, positive, positive_float
 
@@ -169,11 +170,14 @@ def run(args: argparse.Namespace, group: Group) -> None:
         describe(args, group)
     times, cpu = timed_steps(make_step(args, model, group), batches, args.warmup_steps + args.steps, group.device)
     measured = times[args.warmup_steps:]
-    rate = group.allreduce(args.batch_size * len(measured) / sum(measured))
+    own_rate = args.batch_size * len(measured) / sum(measured)
+    rate = group.allreduce(own_rate)
     peak = group.allreduce(float(peak_memory(group.device)), op="max")
     if group.rank == 0:
         report_throughput(rate, measured, {"peak_memory_bytes": peak})
         write_step_times(args.warmup_steps, args.batch_size, group.world_size, times, cpu_seconds=cpu)
+    report_replicas(group.rank, group.world_size, group.comm, params_digest(
+        p.detach().to("cpu", torch.float32).numpy().tobytes() for p in model.parameters()), own_rate)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -187,6 +191,7 @@ def main(argv: list[str] | None = None) -> None:
         group.close()
         raise
     group.end()
+
 
 if __name__ == "__main__":
     main()

@@ -1,7 +1,9 @@
 """How a PyTorch workload finds its peers: ``torch.distributed`` from the environment of a PyTorchJob or
-TrainJob (``MASTER_ADDR``, ``MASTER_PORT``, ``RANK``, ``WORLD_SIZE``), or MPI when started by
-``mpirun`` (an MPIJob's launcher), through mpi4py: gradients are averaged Horovod-style, with one
-fused ``MPI_Allreduce`` per step.
+of ``torchrun`` (``MASTER_ADDR``, ``MASTER_PORT``, ``RANK``, ``WORLD_SIZE``), from Kubeflow Trainer's
+``PET_*`` variables when a TrainJob node starts it directly (Trainer gives only torchrun's arguments:
+one process per node, rank ``PET_NODE_RANK`` of ``PET_NNODES``), or MPI when started by ``mpirun``
+(an MPIJob's launcher), through mpi4py: gradients are averaged Horovod-style, with one fused
+``MPI_Allreduce`` per step.
 """
 
 from __future__ import annotations
@@ -83,11 +85,23 @@ def _first(names: tuple[str, ...], default: str) -> str:
     return next((os.environ[n] for n in names if n in os.environ), default)
 
 
+def _trainer_nodes() -> int:
+    """Nodes of a Kubeflow Trainer TrainJob whose node was started without torchrun (no WORLD_SIZE):
+    Trainer's torch plugin gives only ``PET_*``, torchrun's arguments (``torch.go``)."""
+    if "WORLD_SIZE" in os.environ or "PET_NNODES" not in os.environ:
+        return 0
+    nodes = os.environ["PET_NNODES"]
+    if not nodes.isdigit():  # elastic "min:max": only torchrun's rendezvous can form that group
+        sys.exit(f"PET_NNODES={nodes} (elastic): start the workload through torchrun")
+    return int(nodes)
+
+
 def detect_mode(mode: str) -> str:
-    """``auto``: torch when a PyTorch launcher set WORLD_SIZE > 1, MPI under mpirun with > 1 rank."""
+    """``auto``: torch when a PyTorch launcher set WORLD_SIZE > 1 (or a TrainJob has PET_NNODES > 1),
+    MPI under mpirun with > 1 rank."""
     if mode != "auto":
         return mode
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1 or _trainer_nodes() > 1:
         return "torch"
     if int(_first(_MPI_SIZE, "1")) > 1:
         return "mpi"
@@ -99,6 +113,8 @@ def _local_placement(mode: str) -> tuple[int, int]:
     if mode == "mpi":
         size = int(_first(_MPI_SIZE, "1"))
         return int(_first(_MPI_LOCAL_RANK, "0")), int(_first(_MPI_LOCAL_SIZE, str(size)))
+    if _trainer_nodes():
+        return 0, 1  # a TrainJob node without torchrun: one process on this node
     world = int(os.environ.get("WORLD_SIZE", "1"))
     # Without LOCAL_WORLD_SIZE assume the worst case: all replicas on this machine.
     return int(os.environ.get("LOCAL_RANK", "0")), int(os.environ.get("LOCAL_WORLD_SIZE", world))
@@ -114,6 +130,8 @@ def setup(mode: str = "auto", threads: int = 0) -> Group:
         torch.cuda.set_device(device)
     # Replicas sharing a machine would otherwise each start one thread per core and thrash.
     torch.set_num_threads(threads or max(1, available_cpus() // max(1, local_world)))
+    if mode == "torch" and _trainer_nodes():
+        return _join_trainer_nodes("nccl" if cuda else "gloo", device)
     if mode == "torch":
         missing = [v for v in ("MASTER_ADDR", "MASTER_PORT", "RANK") if v not in os.environ]
         if missing:
@@ -128,6 +146,17 @@ def setup(mode: str = "auto", threads: int = 0) -> Group:
         comm = MPI.COMM_WORLD
         return Group(comm.Get_rank(), comm.Get_size(), device, mode, comm)
     return Group(0, 1, device, "none")
+
+
+def _join_trainer_nodes(backend: str, device: torch.device) -> Group:
+    """The process group of a TrainJob's nodes from ``PET_MASTER_ADDR``/``PORT``, ``PET_NODE_RANK``."""
+    missing = [v for v in ("PET_MASTER_ADDR", "PET_MASTER_PORT", "PET_NODE_RANK") if v not in os.environ]
+    if missing:
+        sys.exit(f"PET_NNODES={os.environ['PET_NNODES']} but {', '.join(missing)} not set in the environment")
+    address = f"tcp://{os.environ['PET_MASTER_ADDR']}:{os.environ['PET_MASTER_PORT']}"
+    dist.init_process_group(backend, init_method=address, rank=int(os.environ["PET_NODE_RANK"]),
+                            world_size=_trainer_nodes(), timeout=timedelta(seconds=INIT_TIMEOUT_S))
+    return Group(dist.get_rank(), dist.get_world_size(), device, "torch")
 
 
 class MpiGradients:

@@ -5,16 +5,25 @@ Reported by rank 0 only: a tf_cnn_benchmarks-style header and ``total images/sec
 original Kubebench's post-processors parse), ``images/sec: X``, a ``KUBEBENCH_METRIC`` line, and
 ``$KUBEBENCH_EXP_OUTPUT_PATH/step_times.json`` with every step's seconds, warm-up included, so that
 kubebench can find the steady state itself.
+
+Reported by every rank at the end: one plain log line (not a metric) with a digest of its trained
+parameters and its own rate, ``rank R of N: params_sha256=<hex> own_rate=<items/s>``. Replicas that
+really train together end with the same parameters, bit for bit, so their digests agree; the global
+rate is the sum of the ranks' own rates.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import re
 import os
 import resource
 import sys
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import kubebench
 
@@ -75,3 +84,30 @@ def write_step_times(warmup_steps: int, batch_size: int, world_size: int, times:
     path = Path(out) / name
     path.write_text(json.dumps(record, indent=1) + "\n")
     return path
+
+
+# The replica line (a log line, never a ``KUBEBENCH_METRIC``: it is read by tests and people, not stored).
+REPLICA_LINE = re.compile(r"^rank (\d+) of (\d+): params_sha256=([0-9a-f]{64})(?: own_rate=(\S+))?$", re.MULTILINE)
+
+
+def params_digest(chunks: Iterable[bytes]) -> str:
+    """SHA-256 of the parameters' raw bytes, in model order (equal only for bit-identical weights)."""
+    digest = hashlib.sha256()
+    for chunk in chunks:
+        digest.update(chunk)
+    return digest.hexdigest()
+
+
+def report_replica(rank: int, world_size: int, digest: str, own_rate: float | None = None) -> None:
+    """Print a replica's closing line: its parameter digest and, for a throughput benchmark, its own rate."""
+    rate = "" if own_rate is None else f" own_rate={own_rate!r}"
+    print(f"rank {rank} of {world_size}: params_sha256={digest}{rate}", flush=True)
+
+
+def report_replicas(rank: int, world_size: int, comm: Any, digest: str, own_rate: float | None = None) -> None:
+    """Every replica's closing line. Under MPI (``comm``: mpi4py's communicator) the ranks share
+    mpirun's stdout, where one rank's line can land inside another's (a metric line included), so
+    rank 0 prints them all, gathered over MPI; otherwise each replica prints its own."""
+    mine = (rank, world_size, digest, own_rate)
+    for line in (comm.gather(mine, root=0) or []) if comm is not None else [mine]:
+        report_replica(*line)

@@ -24,6 +24,7 @@ from torch import nn
 
 from . import data as datasets
 from .distributed import MODES, Group, MpiGradients, setup
+from .measure import params_digest, report_replicas
 from .mllog import MLLogger
 from .models import MODELS, build_model
 
@@ -143,6 +144,8 @@ def main(argv: list[str] | None = None) -> None:
         if group.rank == 0:
             print(f"mlperf_cnn: {status} after {epoch} epochs, eval accuracy {accuracy:.4f} "
                   f"(target {args.target_accuracy})", flush=True)
+        report_replicas(group.rank, group.world_size, group.comm, params_digest(
+            p.detach().to("cpu", torch.float32).numpy().tobytes() for p in net.parameters()))
     except BaseException:
         group.close()
         raise

@@ -21,7 +21,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is impor
 import numpy as np  # noqa: E402
 
 from . import data as datasets  # noqa: E402
-from .measure import peak_rss_bytes, print_header, report_throughput, write_step_times  # noqa: E402
+from .measure import (  # noqa: E402
+    params_digest, peak_rss_bytes, print_header, report_replica, report_throughput, write_step_times)
 from .options import MODELS, available_cpus, non_negative, positive, positive_float  # noqa: E402
 
 
@@ -197,11 +198,14 @@ def main(argv: list[str] | None = None) -> None:
         np.asarray(step(iterator))  # fetching the result waits for the step to finish
         times.append(time.perf_counter() - start)
     measured = times[args.warmup_steps:]
-    rate = reduce_over_workers(tf, strategy, args.batch_size * len(measured) / sum(measured))
+    own_rate = args.batch_size * len(measured) / sum(measured)
+    rate = reduce_over_workers(tf, strategy, own_rate)
     peak = reduce_over_workers(tf, strategy, float(peak_memory(tf)), op="max")
     if rank == 0:
         report_throughput(rate, measured, {"peak_memory_bytes": peak})
         write_step_times(args.warmup_steps, args.batch_size, workers, times)
+    report_replica(rank, workers, params_digest(
+        np.asarray(v.numpy(), np.float32).tobytes() for v in model.trainable_variables), own_rate)
 
 
 if __name__ == "__main__":

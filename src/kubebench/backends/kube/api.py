@@ -27,6 +27,9 @@ RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 BACKOFF_FIRST, BACKOFF_MAX = 0.1, 5.0
 #: Seconds a watch request stays open before the server ends it and it is opened again.
 WATCH_SECONDS = 240
+#: Seconds a followed log may stay silent before its stream is given up (the plain read at the
+#: end of the run then takes over).
+FOLLOW_SECONDS = 6 * 3600
 SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 
@@ -46,6 +49,7 @@ class Resource:
 
 
 PODS = Resource("", "v1", "pods", "Pod")
+EVENTS = Resource("", "v1", "events", "Event")
 
 
 def resource_of(manifest: dict[str, Any]) -> Resource:
@@ -76,10 +80,15 @@ class Api:
         self.client.close()
 
     def create(self, res: Resource, namespace: str, body: dict) -> dict | None:
-        """Create an object; None if its name is taken (HTTP 409)."""
+        """Create an object; None if its name is taken (HTTP 409).
+
+        With ``fieldValidation=Strict``: a server whose CRD lacks a field kubebench sets (an older
+        operator) refuses the object instead of pruning the field and running it without.
+        """
         what = f"create {res.kind} {namespace}/{body['metadata']['name']}"
         return self.call(what, lambda timeout: self.custom.create_namespaced_custom_object(
-            res.group, res.version, namespace, res.plural, body, _request_timeout=timeout), expect=(409,))
+            res.group, res.version, namespace, res.plural, body, field_validation="Strict",
+            _request_timeout=timeout), expect=(409,))
 
     def get(self, res: Resource, namespace: str, name: str) -> dict | None:
         """Read an object; None if there is none."""
@@ -88,10 +97,14 @@ class Api:
 
     def delete(self, res: Resource, namespace: str, name: str, propagation: str) -> bool:
         """Delete an object and, by ``propagation``, its pods; False if it was already gone."""
-        done = self.call(f"delete {res.kind} {namespace}/{name}", lambda timeout: self.custom.delete_namespaced_custom_object(
-            res.group, res.version, namespace, res.plural, name, propagation_policy=propagation,
-            _request_timeout=timeout), expect=(404,))
-        return done is not None
+        def delete(timeout: float) -> Any:
+            if res == PODS:
+                return self.core.delete_namespaced_pod(name, namespace, propagation_policy=propagation,
+                                                       _preload_content=False, _request_timeout=timeout)
+            return self.custom.delete_namespaced_custom_object(res.group, res.version, namespace, res.plural, name,
+                                                               propagation_policy=propagation, _request_timeout=timeout)
+
+        return self.call(f"delete {res.kind} {namespace}/{name}", delete, expect=(404,)) is not None
 
     def list(self, res: Resource, namespace: str, selector: str) -> dict:
         """List objects matching a label selector (the raw ``…List`` object)."""
@@ -108,17 +121,84 @@ class Api:
             res, namespace, selector, watch=True, resource_version=resource_version, allow_watch_bookmarks=True,
             timeout_seconds=WATCH_SECONDS, _request_timeout=(timeout, WATCH_SECONDS + timeout)))
 
-    def copy_log(self, namespace: str, pod: str, container: str, dest: Path) -> bool:
-        """Copy a container's log into ``dest``; False if it has none (not started, or gone)."""
+    def copy_log(self, namespace: str, pod: str, container: str, dest: Path, previous: bool = False) -> bool:
+        """Copy a container's log (its ``previous`` instance's) into ``dest``; False if it has none
+        (not started, or gone)."""
         def fetch(timeout: float) -> bool:
             response = self.core.read_namespaced_pod_log(
-                pod, namespace, container=container, _preload_content=False, _request_timeout=timeout)
+                pod, namespace, container=container, previous=previous, _preload_content=False,
+                _request_timeout=timeout)
             with closing_on_error(response), open(dest, "wb") as f:
                 for chunk in response.stream(1 << 16):
                     f.write(chunk)
             return True
 
-        return bool(self.call(f"read the log of pod {namespace}/{pod}", fetch, expect=(400, 404)))
+        what = f"read the log of pod {namespace}/{pod}" + (f" ({container}, previous)" if previous else f" ({container})")
+        return bool(self.call(what, fetch, expect=(400, 404)))
+
+    def follow_log(self, namespace: str, pod: str, container: str) -> Any:
+        """A streaming response of a container's log from its start, open until the container ends
+        (one attempt: the caller reads what it can and falls back on a plain read)."""
+        return self.core.read_namespaced_pod_log(pod, namespace, container=container, follow=True,
+                                                 _preload_content=False,
+                                                 _request_timeout=(self.config.request_timeout, FOLLOW_SECONDS))
+
+    def events(self, namespace: str, uid: str) -> list[dict]:
+        """The events about the object ``uid`` (why a pod cannot start, why a job has no pods)."""
+        listing = self.call(f"list events in {namespace}", lambda timeout: json.loads(self.core.list_namespaced_event(
+            namespace, field_selector=f"involvedObject.uid={uid}", _preload_content=False,
+            _request_timeout=timeout).data), expect=(403, 404)) or {}
+        return listing.get("items") or []
+
+    def namespace_exists(self, name: str) -> bool | None:
+        """Whether the namespace exists; None when kubebench may not read namespaces (a namespaced role)."""
+        from kubernetes.client.exceptions import ApiException
+
+        def fetch(timeout: float) -> bool | None:
+            try:
+                _ = self.core.read_namespace(name, _preload_content=False, _request_timeout=timeout).data  # read whole
+            except ApiException as e:
+                if e.status in (403, 404):
+                    return None if e.status == 403 else False
+                raise
+            return True
+
+        return self.call(f"read namespace {name}", fetch)
+
+    def claim(self, namespace: str, name: str) -> dict | None:
+        """A PersistentVolumeClaim; None if there is none."""
+        return self.call(f"read persistentvolumeclaim {namespace}/{name}", lambda timeout: json.loads(
+            self.core.read_namespaced_persistent_volume_claim(name, namespace, _preload_content=False,
+                                                             _request_timeout=timeout).data), expect=(404,))
+
+    def node(self, name: str) -> dict | None:
+        """A node (labels, nodeInfo); None if it is gone or kubebench may not read nodes."""
+        return self.call(f"read node {name}", lambda timeout: json.loads(self.core.read_node(
+            name, _preload_content=False, _request_timeout=timeout).data), expect=(403, 404))
+
+    def served(self, group: str, version: str) -> list[str] | None:
+        """The resources (plurals) the server serves at ``group/version``; None if it serves none there."""
+        def fetch(timeout: float) -> list[str]:
+            if group:
+                response = self.custom.get_api_resources(group, version, _preload_content=False, _request_timeout=timeout)
+            else:
+                response = self.core.get_api_resources(_preload_content=False, _request_timeout=timeout)
+            return [r["name"] for r in json.loads(response.data).get("resources") or []]
+
+        return self.call(f"discover {group or 'core'}/{version}", fetch, expect=(404,))
+
+    def allowed(self, namespace: str, verb: str, group: str, resource: str) -> bool:
+        """Whether kubebench's identity may ``verb`` ``resource`` (``pods/log`` for a subresource)."""
+        from kubernetes import client
+
+        plural, _, sub = resource.partition("/")
+        review = client.V1SelfSubjectAccessReview(spec=client.V1SelfSubjectAccessReviewSpec(
+            resource_attributes=client.V1ResourceAttributes(namespace=namespace, verb=verb, group=group,
+                                                            resource=plural, subresource=sub or None)))
+        api = client.AuthorizationV1Api(self.client)
+        answer = self.call(f"review access to {verb} {resource}", lambda timeout: api.create_self_subject_access_review(
+            review, _request_timeout=timeout))
+        return bool(answer and answer.status and answer.status.allowed)
 
     def _collection(self, res: Resource, namespace: str, selector: str, **kwargs: Any) -> Any:
         if res == PODS:

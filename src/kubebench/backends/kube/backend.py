@@ -1,9 +1,12 @@
 """``backend: kubernetes``: each run is a Kubeflow job (or a batch/v1 Job) on a cluster.
 
 kubebench creates the job with the shared-storage claim mounted into every replica, follows it
-through one watch per kind and experiment (shared by all its jobs), fails it early when a pod cannot
-be scheduled or cannot start, copies each pod's log into the run's ``output/`` and deletes the job.
-The ``kubernetes`` client is imported only when the first job is submitted.
+through one watch per kind and experiment (shared by all its jobs), streams every container's log
+into the run's ``output/`` from the moment it runs, fails the run early when a pod cannot be
+scheduled or started (or a TrainJob's container fails and is restarted in place), counts the run's
+time from its admission (Kueue) and treats a suspension after that as a preemption, and once the
+logs are collected deletes the job. The ``kubernetes`` client is imported only when the first job
+is submitted.
 """
 
 from __future__ import annotations
@@ -13,18 +16,22 @@ import logging
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from ...errors import BackendError, InfrastructureError, SpecError
+from ...errors import BackendError, KubebenchError, SpecError
 from ...paths import RunPaths
 from ...render import kinds
-from ..base import Backend, JobStatus, Outcome
+from ..base import Backend, Check, JobStatus, Outcome, PodTelemetry
+from . import objects, preflight
 from . import status as st
-from .api import PODS, Api, Resource, backoff, current_namespace, resource_of
+from .api import PODS, Api, Resource, current_namespace, resource_of
 from .config import KubernetesConfig
+from .handle import KubeJob
 from .informer import Informer
+from .logs import RunLogs
+from .provenance import NodeCache, pod_provenance
+from .stuck import StuckCheck
 
 if TYPE_CHECKING:
     from ...render.job import RenderedJob
@@ -32,37 +39,17 @@ if TYPE_CHECKING:
 log = logging.getLogger("kubebench")
 EXPERIMENT_LABEL = kinds.LABEL_PREFIX + "experiment"
 RUN_LABEL = kinds.LABEL_PREFIX + "run"
-#: Annotation telling kubebench's own create from an object of the same name left over earlier.
-SUBMISSION_ANNOTATION = kinds.LABEL_PREFIX + "submission"
+#: Label (on the job's pod templates, so on its pods) telling this submission's pods from those of
+#: an earlier attempt at the same run (same job name, same run label); the job carries it as annotation.
+SUBMISSION_LABEL = objects.SUBMISSION_ANNOTATION
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-GONE_WAIT_SECONDS = 60.0
+#: Kinds whose pods the operator restarts in place with no way for kubebench to say otherwise
+#: (a TrainJob's JobSet defaults its pods to ``restartPolicy: OnFailure``, six retries): the first
+#: failure is the run's.
+RESTARTED_IN_PLACE = frozenset({"TrainJob"})
 
 
-@dataclass(eq=False)
-class KubeJob:
-    """Handle of a job on the cluster."""
-
-    name: str
-    namespace: str
-    resource: Resource
-    run_id: str
-    selector: str
-    replicas: int
-    uid: str | None = None
-    #: (pod, reason) → (first seen, description) of pods that cannot be scheduled or started.
-    problems: dict[tuple[str, str], tuple[float, str]] = field(default_factory=dict)
-    stuck: bool = False
-    deleted: bool = False
-    #: Set when the watches report a change of this job or its pods (or on an interrupt).
-    wakeup: threading.Event = field(default_factory=threading.Event)
-
-    @property
-    def title(self) -> str:
-        """``<Kind> <namespace>/<name>``."""
-        return f"{self.resource.kind} {self.namespace}/{self.name}"
-
-
-class KubernetesBackend(Backend):
+class KubernetesBackend(Backend[KubeJob]):
     """Runs jobs on Kubernetes; its state comes from shared watches, so status checks cost no calls."""
 
     Config = KubernetesConfig
@@ -78,6 +65,8 @@ class KubernetesBackend(Backend):
         self._informers: dict[tuple[str, Resource, str], Informer] = {}
         self._active: dict[str, KubeJob] = {}  # by run id: jobs submitted and not yet released
         self._namespace: str | None = None
+        self._served: dict[Resource, str | None] = {}  # resource → why it cannot be used (None: it can)
+        self._nodes = NodeCache(lambda: self.api)
 
     @property
     def namespace(self) -> str:
@@ -95,6 +84,10 @@ class KubernetesBackend(Backend):
                 self._api = Api(self.config)
             return self._api
 
+    @property
+    def queue_timeout(self) -> float | None:
+        return self.config.queue_timeout
+
     def job_paths(self, local: RunPaths) -> RunPaths:
         """The run's folders inside the pods: the same place on the claim, under its mount path."""
         storage = self.config.storage
@@ -104,19 +97,47 @@ class KubernetesBackend(Backend):
                         local.experiment_id, local.run_id)
 
     def prepare(self, manifest: dict[str, Any], paths: RunPaths) -> dict[str, Any]:
-        """Mount the claim into every container; set namespace, service account and Kueue queue."""
+        """Mount the claim and a ``/dev/shm`` into every pod; one replica per pod (LOCAL_WORLD_SIZE);
+        set namespace, service account and Kueue queue."""
         resource_of(manifest)  # refuses kinds that do not exist on Kubernetes (Process)
         meta = manifest.setdefault("metadata", {})
         namespace = meta.setdefault("namespace", self.namespace)
         if namespace != self.namespace:
             raise SpecError(f"the job's namespace {namespace!r} is not the backend's ({self.namespace!r})")
+        kinds.valid_labels(manifest)
         storage = self.config.storage
-        kinds.mount_claim(manifest, storage.volume, storage.claim, storage.mount_path)
+        kinds.mount_claim(manifest, storage.volume, storage.claim, storage.mount_path, _folders(storage, paths))
+        kinds.mount_shm(manifest, self.config.shm_size)
+        if self.config.spec_configmap:
+            kinds.mount_config_map(manifest, "kubebench-spec", self.config.spec_configmap, self.config.spec_mount)
+        # In Istio-injected namespaces (Kubeflow profiles) a classic sidecar outlives the job's container.
+        kinds.set_template_annotations(manifest, {"sidecar.istio.io/inject": "false"})
+        kinds.add_env_default(manifest, {"LOCAL_WORLD_SIZE": "1", "LOCAL_RANK": "0"})
         if self.config.service_account:
             kinds.set_pod_defaults(manifest, {"serviceAccountName": self.config.service_account})
         if self.config.queue:
+            if manifest.get("kind") == "MPIJob" and manifest.get("apiVersion") == "kubeflow.org/v1":
+                raise SpecError("backend.queue: Kueue manages MPIJobs of kubeflow.org/v2beta1 only "
+                                "(mpi-operator); set job.mpi_api_version: kubeflow.org/v2beta1 or drop the queue")
             meta.setdefault("labels", {}).setdefault(QUEUE_LABEL, self.config.queue)
         return manifest
+
+    def check(self, manifests: list[dict[str, Any]]) -> None:
+        """The client configured, the API server reachable, the namespace there, every kind served."""
+        api = preflight.connect(lambda: self.api, self.config)
+        preflight.check(api, self.namespace, manifests)
+        with self._lock:
+            self._served.update({resource_of(m): None for m in manifests})
+
+    def doctor(self, manifests: list[dict[str, Any]], local: RunPaths) -> list[Check]:
+        """Cluster, namespace, kinds, permissions, claim (bound, and the same one a pod sees), queue."""
+        try:
+            api = preflight.connect(lambda: self.api, self.config)
+        except KubebenchError as e:
+            return [Check("cluster", "fail", str(e))]
+        storage = self.config.storage
+        root = Path(storage.local_path) if storage.local_path else Path(local.experiments_root).parent
+        return preflight.doctor(api, self.config, self.namespace, manifests, root, self.config.probe_image)
 
     def submit(self, job: RenderedJob, paths: RunPaths) -> KubeJob:
         """Create the job object (after starting the watches that will follow it)."""
@@ -124,36 +145,37 @@ class KubernetesBackend(Backend):
         experiment = (manifest["metadata"].get("labels") or {}).get(EXPERIMENT_LABEL)
         if not experiment:
             raise BackendError(f"{job.name}: the manifest has no {EXPERIMENT_LABEL} label")
-        replicas = sum(group.count for group in kinds.replica_groups(manifest))
+        token = uuid.uuid4().hex[:16]
+        main = frozenset(c.get("name") for g in kinds.replica_groups(manifest)
+                         for c in g.template.get("spec", {}).get("containers", []) if c.get("name"))
         handle = KubeJob(job.name, self.namespace, resource_of(manifest), job.run_id,
-                         f"{EXPERIMENT_LABEL}={experiment}", replicas)
+                         f"{EXPERIMENT_LABEL}={experiment}", sum(g.count for g in kinds.replica_groups(manifest)),
+                         token, main)
+        self._check_served(handle.resource)
+        handle.logs = RunLogs(self.api, handle.namespace, Path(paths.output), main)
         self._informer(handle, handle.resource)
         self._informer(handle, PODS)
-        token = uuid.uuid4().hex
-        manifest["metadata"].setdefault("annotations", {})[SUBMISSION_ANNOTATION] = token
+        manifest["metadata"].setdefault("annotations", {})[objects.SUBMISSION_ANNOTATION] = token
+        kinds.set_template_labels(manifest, {SUBMISSION_LABEL: token})
         with self._lock:
             self._active[handle.run_id] = handle  # from here on, close() deletes it if it is left behind
         try:
-            handle.uid = self._create(handle, manifest, token)["metadata"].get("uid")
+            handle.uid = objects.create(self.api, handle, manifest, token)["metadata"].get("uid")
         except BaseException:
             self._release(handle)
             raise
         return handle
 
-    def _create(self, handle: KubeJob, manifest: dict[str, Any], token: str) -> dict:
-        for _ in range(3):
-            created = self.api.create(handle.resource, handle.namespace, manifest)
-            if created is not None:
-                return created
-            existing = self.api.get(handle.resource, handle.namespace, handle.name)
-            if existing is None:
-                continue
-            if (existing["metadata"].get("annotations") or {}).get(SUBMISSION_ANNOTATION) == token:
-                return existing  # a retried create whose first attempt went through
-            # Left over from an earlier attempt at this run (kept, or its runner was killed): replace it.
-            self.api.delete(handle.resource, handle.namespace, handle.name, "Foreground")
-            self._wait_gone(handle)
-        raise BackendError(f"create {handle.title}: the name stays taken by another object")
+    def _check_served(self, resource: Resource) -> None:
+        """Once per kind: is it served here? (an operator not installed, an MPIJob version not served)"""
+        with self._lock:
+            known = resource in self._served
+        if not known:
+            why = objects.not_served(self.api, resource)
+            with self._lock:
+                self._served[resource] = why
+        if self._served[resource]:
+            raise BackendError(self._served[resource])
 
     def reclaim(self, leftovers: list[tuple[RenderedJob, RunPaths]]) -> None:
         """Delete the jobs an earlier attempt left running (Foreground: gone once their pods are gone).
@@ -167,20 +189,13 @@ class KubernetesBackend(Backend):
                 continue
             if self.api.delete(handle.resource, handle.namespace, handle.name, "Foreground"):
                 log.warning("deleted %s, left running by an earlier attempt", handle.title)
-                self._wait_gone(handle)
-
-    def _wait_gone(self, handle: KubeJob) -> None:
-        deadline, attempt = time.monotonic() + GONE_WAIT_SECONDS, 0
-        while self.api.get(handle.resource, handle.namespace, handle.name) is not None:
-            attempt += 1
-            if time.monotonic() > deadline:
-                raise InfrastructureError(f"{handle.title} left over from an earlier attempt is not going away")
-            time.sleep(backoff(attempt))
+                objects.wait_gone(self.api, handle)
 
     def status(self, handle: KubeJob) -> JobStatus:
-        """The job's phase from the watch's cache; a pod stuck past the grace fails it."""
-        jobs, pods = self._informer(handle, handle.resource), self._informer(handle, PODS)
-        for informer in (jobs, pods):
+        """The job's phase from the watch's cache: queued while suspended before it started,
+        preempted when suspended after; a pod stuck past its grace fails it."""
+        jobs = self._informer(handle, handle.resource)
+        for informer in (jobs, self._informer(handle, PODS)):
             error = informer.error
             if error is not None:  # a lasting refusal (e.g. not allowed to watch): no point waiting
                 raise BackendError(str(error)) from error
@@ -188,42 +203,62 @@ class KubernetesBackend(Backend):
         if obj is None or obj["metadata"].get("uid") != handle.uid:
             if jobs.deleted(handle.name, handle.uid):
                 return JobStatus("failed", None, f"{handle.title} was deleted by someone else")
-            return JobStatus("running")
-        run_pods = pods.matching(RUN_LABEL, handle.run_id)
+            return JobStatus("running")  # not in the watch's cache yet
+        pods = self._observe(handle, self._run_pods(handle))
+        if st.suspended(obj):
+            if handle.admitted_at is None:
+                return JobStatus("queued", reason=f"waiting in queue {self.config.queue or '(none)'}")
+            return JobStatus("failed", None, f"preempted: {handle.title} was suspended after it started "
+                                             "(Kueue preemption or eviction); its pods were stopped", infrastructure=True)
+        if handle.admitted_at is None:
+            handle.admitted_at = time.monotonic()
+        return self._phase(handle, obj, pods)
+
+    def _phase(self, handle: KubeJob, obj: dict, pods: list[dict]) -> JobStatus:
         phase, reason = st.job_phase(obj)
         if phase == "succeeded":
+            handle.succeeded = True
             return JobStatus("succeeded", 0)
-        stuck = self._stuck(handle, run_pods)
         if phase == "failed":
-            text, code = st.failure_reason(reason, run_pods)
-            if code is None:  # the pods' watch may lag behind the job's: ask for the pods once
-                run_pods = self._pods(handle, fresh=True)
-                text, code = st.failure_reason(reason, run_pods)
-            disrupted = st.disruption(run_pods)
-            if disrupted:  # the cluster stopped a pod: the infrastructure failed, not the workload
-                return JobStatus("failed", code, f"{disrupted}; job failed: {reason}", infrastructure=True)
-            return JobStatus("failed", code, f"{_first(handle)}; {text}" if code is None and handle.problems else text)
+            return self._failed(handle, reason, pods)
+        if handle.resource.kind in RESTARTED_IN_PLACE:
+            for pod in sorted(pods, key=st.rank):
+                found = st.restarted(pod, handle.main)
+                if found:
+                    return JobStatus("failed", found[1], f"{found[0]}; the run fails at its first failure")
+        stuck = StuckCheck(self.api, self.config).check(handle.problems, handle.namespace, obj, pods,
+                                                        handle.admitted_at or time.monotonic(),
+                                                        lambda: self._observe(handle, self._listed(handle)))
         return JobStatus("failed", None, stuck) if stuck else JobStatus("running")
 
-    def _stuck(self, handle: KubeJob, pods: list[dict]) -> str | None:
-        now, seen = time.monotonic(), {}
-        for pod in pods:
-            found = st.problem(pod)
-            if found:
-                name = pod["metadata"]["name"]
-                first = handle.problems.get((name, found[0]), (now, ""))[0]
-                seen[(name, found[0])] = (first, f"pod {name}: {found[0]}" + (f": {found[1]}" if found[1] else ""))
-        handle.problems = seen
-        late = sorted(v for v in seen.values() if now - v[0] >= self.config.unschedulable_grace)
-        handle.stuck = handle.stuck or bool(late)
-        return late[0][1] if late else None
+    def _failed(self, handle: KubeJob, reason: str, pods: list[dict]) -> JobStatus:
+        seen = list(handle.seen.values())  # pods an operator deleted still tell how they ended
+        text, code = st.failure_reason(reason, seen)
+        if code is None:  # the pods' watch may lag behind the job's: ask for the pods once
+            self._observe(handle, self._listed(handle))
+            seen = list(handle.seen.values())
+            text, code = st.failure_reason(reason, seen)
+        disrupted = st.disruption(seen)
+        if disrupted:  # the cluster stopped a pod: the infrastructure failed, not the workload
+            return JobStatus("failed", code, f"{disrupted}; job failed: {reason}", infrastructure=True)
+        if code is None and handle.problems.seen:
+            text = f"{handle.problems.first()}; {text}"
+        return JobStatus("failed", code, text)
 
     def wait(self, handle: KubeJob, timeout: float) -> Outcome:
         """The shared wait loop; a timeout while a pod was stuck is a failure with the pod's reason."""
         outcome = super().wait(handle, timeout)
-        if outcome.state == "timeout" and handle.problems:
-            return Outcome("failed", None, f"{_first(handle)} ({outcome.reason})")
+        if outcome.state == "timeout" and handle.problems.seen:
+            return Outcome("failed", None, f"{handle.problems.first()} ({outcome.reason})",
+                           queued_seconds=outcome.queued_seconds)
         return outcome
+
+    def timed_out(self, handle: KubeJob) -> None:
+        """Read what no stream holds of the running pods' logs, then delete the job."""
+        handle.timed_out = True
+        if handle.logs is not None:
+            handle.logs.snapshot(list(handle.seen.values()))
+        self.cancel(handle)
 
     def pause(self, handle: KubeJob, seconds: float) -> None:
         """Sleep until the watches report a change of this job or its pods, or ``seconds`` pass."""
@@ -235,26 +270,39 @@ class KubernetesBackend(Backend):
         super().interrupt()
         self._notify(None)
 
-    def logs(self, handle: KubeJob, paths: RunPaths) -> None:
-        """Copy each pod's log to ``output/<replica-type>-<index>.log``; then delete the job unless kept."""
+    def collect(self, handle: KubeJob, paths: RunPaths) -> list[str]:
+        """Finish the log streams and name each replica's log ``output/<replica-type>-<index>.log``."""
+        if handle.logs is None:
+            return []
         try:
-            for pod in sorted(self._pods(handle), key=st.rank):
-                if st.started(pod):
-                    container = ((pod.get("spec") or {}).get("containers") or [{}])[0].get("name") or ""
-                    dest = Path(paths.output) / f"{st.replica_name(pod)}.log"
-                    self.api.copy_log(handle.namespace, pod["metadata"]["name"], container, dest)
-        finally:
-            if self.config.keep_jobs and not handle.stuck:
-                self._release(handle)
-            else:
-                self.cancel(handle)
+            self._observe(handle, self._listed(handle))  # the final state of every pod
+        except BackendError as e:
+            return [f"could not list the pods of {handle.title}: {e}"]
+        return handle.logs.finish(list(handle.seen.values()), handle.deleted or handle.succeeded)
 
-    def _pods(self, handle: KubeJob, fresh: bool = False) -> list[dict]:
-        pods = [] if fresh else self._informer(handle, PODS).matching(RUN_LABEL, handle.run_id)
-        if len(pods) < handle.replicas or not all(map(st.started, pods)):
-            # The pods' watch may lag behind the job's: ask for them once.
-            listing = self.api.list(PODS, handle.namespace, f"{RUN_LABEL}={handle.run_id}") or {}
-            pods = listing.get("items") or []
+    def release(self, handle: KubeJob) -> None:
+        """Delete the job; with ``keep_jobs`` keep it (unless it failed to start or timed out) and
+        delete only its pods still running or pending, so that none keeps holding GPUs."""
+        if handle.deleted or not self.config.keep_jobs or handle.stuck or handle.timed_out:
+            return self.cancel(handle)
+        for pod in handle.seen.values():
+            if (pod.get("status") or {}).get("phase") in ("Running", "Pending", None) \
+                    and not pod["metadata"].get("deletionTimestamp"):
+                self.api.delete(PODS, handle.namespace, pod["metadata"]["name"], "Background")
+        self._release(handle)
+
+    def _run_pods(self, handle: KubeJob) -> list[dict]:
+        return [p for p in self._informer(handle, PODS).matching(RUN_LABEL, handle.run_id) if _ours(p, handle)]
+
+    def _listed(self, handle: KubeJob) -> list[dict]:
+        listing = self.api.list(PODS, handle.namespace, f"{RUN_LABEL}={handle.run_id},{SUBMISSION_LABEL}={handle.token}")
+        return (listing or {}).get("items") or []
+
+    def _observe(self, handle: KubeJob, pods: list[dict]) -> list[dict]:
+        for pod in pods:
+            handle.seen[pod["metadata"].get("uid") or pod["metadata"]["name"]] = pod
+            if handle.logs is not None:
+                handle.logs.observe(pod)
         return pods
 
     def cancel(self, handle: KubeJob) -> None:
@@ -267,6 +315,32 @@ class KubernetesBackend(Backend):
                 return
             handle.deleted = True
         self._release(handle)
+
+    def abort(self) -> None:
+        """Delete every job in flight with a fresh connection each (the pool may be held by the thread
+        the signal interrupted), waiting at most a few seconds: the process exits next."""
+        handles = list(self._active.values())
+        threads = [threading.Thread(target=self._abort_one, args=(h,), daemon=True) for h in handles if not h.deleted]
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + 3.0
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+    def _abort_one(self, handle: KubeJob) -> None:
+        try:
+            api = Api(self.config.model_copy(update={"api_retries": 1, "request_timeout": 2.0}))
+            api.delete(handle.resource, handle.namespace, handle.name, "Background")
+        except Exception:  # noqa: BLE001  best effort; the job's deadline still ends it
+            pass
+
+    def telemetry(self, handle: KubeJob) -> PodTelemetry:
+        """The job's pods, named after it by every operator (``<job>-…``)."""
+        return PodTelemetry(handle.namespace, handle.name.replace(".", "\\.") + "-.*")
+
+    def provenance(self, handle: KubeJob) -> dict[str, Any]:
+        """The pods' node, image digest and GPUs, and their node's GPU product, instance type and OS."""
+        return pod_provenance(list(handle.seen.values()), handle.main, self._nodes.read)
 
     def close(self) -> None:
         """Delete jobs still in flight (an interrupted runner), stop the watches, close the connections."""
@@ -295,9 +369,11 @@ class KubernetesBackend(Backend):
         with self._lock:
             self._active.pop(handle.run_id, None)
             informers = [i for (ns, _, sel), i in self._informers.items() if (ns, sel) == (handle.namespace, handle.selector)]
+        if handle.logs is not None:
+            handle.logs.close()
         for informer in informers:
             names = [handle.name] if informer.resource != PODS else \
-                [p["metadata"]["name"] for p in informer.matching(RUN_LABEL, handle.run_id)]
+                [p["metadata"]["name"] for p in informer.matching(RUN_LABEL, handle.run_id) if _ours(p, handle)]
             informer.forget(names)
 
     def _notify(self, obj: dict | None) -> None:
@@ -308,11 +384,24 @@ class KubernetesBackend(Backend):
                 run = ((obj.get("metadata") or {}).get("labels") or {}).get(RUN_LABEL)
                 handles = [self._active[run]] if run in self._active else []
         for handle in handles:
+            if obj is not None and obj.get("kind") == "Pod" and _ours(obj, handle):
+                self._observe(handle, [obj])  # a deleted pod's last state too
             handle.wakeup.set()
 
 
-def _first(handle: KubeJob) -> str:
-    return min(handle.problems.values())[1]
+def _ours(pod: dict, handle: KubeJob) -> bool:
+    """Whether a pod belongs to this submission, not to an earlier attempt at the same run."""
+    return ((pod.get("metadata") or {}).get("labels") or {}).get(SUBMISSION_LABEL) == handle.token
+
+
+def _folders(storage: Any, paths: RunPaths) -> tuple[tuple[str, str, bool], ...]:
+    """The run's folder and the data folder (workloads make their datasets there on first use) as
+    subPaths of the claim."""
+    if not storage.isolate:
+        return ()
+    mount = PurePosixPath(storage.mount_path)
+    return tuple((str(path), str(PurePosixPath(path).relative_to(mount)), read_only)
+                 for path, read_only in ((paths.run, False), (paths.data_root, False)))
 
 
 def _on_claim(path: Any, root: Path, mount: PurePosixPath) -> PurePosixPath:

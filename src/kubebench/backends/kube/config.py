@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Literal
 
 from pydantic import Field, field_validator
@@ -23,6 +24,9 @@ class StorageConfig(Model):
     local_path: str | None = None
     #: Name of the volume in the pod specs.
     volume: str = Field("kubebench-storage", pattern=_DNS_LABEL, max_length=63)
+    #: Mount into a job's pods only its run's folder and the data folder, by subPath,
+    #: not the whole claim (where other runs, and a SQLite store, may live).
+    isolate: bool = True
 
 
 class KubernetesConfig(PluginConfig):
@@ -37,20 +41,44 @@ class KubernetesConfig(PluginConfig):
     #: Kubeconfig file and context; unset: in-cluster config inside a pod, else $KUBECONFIG / ~/.kube/config.
     kubeconfig: str | None = None
     context: str | None = None
-    #: Kueue LocalQueue: sets the ``kueue.x-k8s.io/queue-name`` label on every job.
+    #: Kueue LocalQueue: sets the ``kueue.x-k8s.io/queue-name`` label on every job. Time in the queue
+    #: does not count against the run's timeout; it is recorded as the run's ``queue_seconds``.
     queue: str | None = None
-    #: Keep finished jobs (and their pods) instead of deleting them once their logs are copied.
+    #: How long a job may wait in the queue before its run times out (unset: as long as it takes).
+    queue_timeout: float | None = None
+    #: Keep finished jobs (and their finished pods) instead of deleting them once their logs are
+    #: copied; pods still running or pending are deleted all the same, so that none holds GPUs.
     keep_jobs: bool = False
-    #: How long a pod may stay unschedulable or unable to start its container before the run fails.
+    #: How long a pod may stay unschedulable or unable to start its container (and a job without
+    #: pods) before the run fails.
     unschedulable_grace: float = 120.0
+    #: The same while nodes are being added for a pod: a pod asking for GPUs, or one whose events
+    #: show the cluster-autoscaler or Karpenter scaling up (GPU nodes take minutes to come up).
+    scale_up_grace: float = 900.0
+    #: Size of the ``/dev/shm`` (a memory-backed emptyDir) given to every pod that has none: the
+    #: container runtime's 64 MiB breaks NCCL and DataLoader workers; unset: no limit but the pod's memory.
+    shm_size: str | None = None
     #: How dependents (pods) go when kubebench deletes a job.
     propagation: Literal["Foreground", "Background"] = "Background"
+    #: A ConfigMap holding the spec's folder (``kubebench deploy manifests`` makes one and sets
+    #: $KUBEBENCH_SPEC_CONFIGMAP in the runner): mounted into every job pod at ``spec_mount``, the working
+    #: directory of containers that set none, so that commands run from the spec's folder as locally.
+    spec_configmap: str | None = Field(default_factory=lambda: os.environ.get("KUBEBENCH_SPEC_CONFIGMAP") or None)
+    spec_mount: str = Field(default_factory=lambda: os.environ.get("KUBEBENCH_SPEC_DIR") or "/etc/kubebench/spec",
+                            pattern=r"^/")
+    #: Image of the pod ``kubebench doctor`` starts to check that it sees the claim as kubebench does.
+    probe_image: str = "busybox:1.36"
     #: Attempts of an API call that fails transiently (429, 5xx, connection reset), with backoff.
     api_retries: int = Field(8, ge=1, le=50)
     #: Seconds one API request may take.
     request_timeout: float = Field(30.0, gt=0)
 
-    @field_validator("unschedulable_grace", mode="before")
+    @field_validator("unschedulable_grace", "scale_up_grace", mode="before")
     @classmethod
     def _duration(cls, value: object) -> float:
         return parse_duration(value)
+
+    @field_validator("queue_timeout", mode="before")
+    @classmethod
+    def _optional_duration(cls, value: object) -> float | None:
+        return None if value is None else parse_duration(value)

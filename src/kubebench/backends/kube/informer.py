@@ -3,7 +3,8 @@ single list + watch in a background thread, as client-go's informers do.
 
 One informer serves every job of an experiment, so the API calls spent on tracking jobs grow with
 the number of watches (re-opened every few minutes), not with jobs × polls. A watch that breaks
-is re-opened from the last resourceVersion seen; one whose version expired (HTTP 410) re-lists.
+is re-opened from the last resourceVersion seen; one whose version expired (HTTP 410, as an ERROR
+event or as the answer to the watch request itself, as client-go's reflector handles both) re-lists.
 """
 
 from __future__ import annotations
@@ -91,6 +92,9 @@ class Informer:
                 version = None
             except BackendError as e:
                 failures += 1
+                if getattr(e, "http_status", None) == 410:  # the watch request itself: its version is gone
+                    version = None
+                    continue
                 if getattr(e, "http_status", None) in _LASTING:
                     self.error = e
                     self.on_change(None)

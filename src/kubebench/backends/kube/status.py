@@ -1,4 +1,5 @@
-"""Reading job and pod objects (pure): has the job ended, which replica failed, which pod is stuck."""
+"""Reading job and pod objects (pure): has the job ended or is it suspended, which replica failed,
+which pod is stuck and by what kind of problem, where a pod ran."""
 
 from __future__ import annotations
 
@@ -7,14 +8,20 @@ from typing import Any
 from ..reasons import exit_reason
 
 #: Condition types that end a job, per API: Kubeflow v1 and mpi-operator use Succeeded/Failed,
-#: batch/v1 Jobs and Kubeflow Trainer's TrainJobs use Complete/Failed.
-_SUCCEEDED = ("Succeeded", "Complete")
+#: batch/v1 Jobs and Kubeflow Trainer's TrainJobs use Complete/Failed, JobSets Completed/Failed.
+_SUCCEEDED = ("Succeeded", "Complete", "Completed")
 _FAILED = ("Failed",)
-#: Container waiting reasons that do not mend by themselves.
-STUCK_REASONS = frozenset({
-    "ImagePullBackOff", "ErrImagePull", "InvalidImageName", "ErrImageNeverPull",
-    "CrashLoopBackOff", "CreateContainerConfigError", "CreateContainerError", "RunContainerError",
-})
+#: Container waiting reasons that do not mend by themselves, by class of problem: the kubelet moves
+#: between the reasons of one class (ErrImagePull ↔ ImagePullBackOff on every pull attempt).
+PROBLEM_CLASSES = {
+    "ImagePullBackOff": "image", "ErrImagePull": "image", "InvalidImageName": "image", "ErrImageNeverPull": "image",
+    "CrashLoopBackOff": "crash", "RunContainerError": "crash",
+    "CreateContainerConfigError": "config", "CreateContainerError": "config",
+}
+STUCK_REASONS = frozenset(PROBLEM_CLASSES)
+#: Waiting reasons of a container that has not started yet: stuck only once they last (FailedMount,
+#: Multi-Attach of a ReadWriteOnce claim, no IP address left for the pod …).
+STARTING_REASONS = frozenset({"ContainerCreating", "PodInitializing"})
 _MESSAGE_CHARS = 300
 #: Pod reasons (``status.reason``) of a pod that the cluster stopped, not its workload: eviction
 #: under node pressure, a node that stopped answering or shut down, preemption.
@@ -25,6 +32,13 @@ _DISRUPTED_REASONS = {"Evicted": "evicted", "NodeLost": "node lost", "Shutdown":
 _DISRUPTION_TARGET = {"PreemptionByScheduler": "preempted", "PreemptionByKubeScheduler": "preempted",
                       "EvictionByEvictionAPI": "evicted", "TerminationByKubelet": "evicted",
                       "DeletionByTaintManager": "node lost", "DeletionByPodGC": "node lost"}
+
+
+def suspended(obj: dict[str, Any]) -> bool:
+    """Whether the job is suspended (Kueue holds it, or preempted it): ``spec.suspend`` of batch/v1
+    Jobs and TrainJobs, ``spec.runPolicy.suspend`` of Kubeflow v1 jobs and MPIJobs."""
+    spec = obj.get("spec") or {}
+    return bool(spec.get("suspend") or (spec.get("runPolicy") or {}).get("suspend"))
 
 
 def job_phase(obj: dict[str, Any]) -> tuple[str, str]:
@@ -128,15 +142,57 @@ def _disrupted(pod: dict[str, Any], what: str, reason: str, message: str | None)
 
 def problem(pod: dict[str, Any]) -> tuple[str, str] | None:
     """``(reason, message)`` if the pod cannot be scheduled or cannot start a container."""
+    found = problem_class(pod)
+    return (found[1], found[2]) if found and found[0] != "starting" else None
+
+
+def problem_class(pod: dict[str, Any]) -> tuple[str, str, str] | None:
+    """``(class, reason, message)`` of what keeps the pod from running: ``unschedulable``, ``image``,
+    ``crash``, ``config``, or ``starting`` (a container still being created)."""
     status = pod.get("status") or {}
+    if (pod.get("metadata") or {}).get("deletionTimestamp"):
+        return None
     for condition in status.get("conditions") or []:
         if condition.get("type") == "PodScheduled" and condition.get("status") == "False" \
                 and condition.get("reason") == "Unschedulable":
-            return "Unschedulable", _short(condition.get("message") or "")
+            return "unschedulable", "Unschedulable", _short(condition.get("message") or "")
+    starting = None
     for container in _container_statuses(pod):
         waiting = (container.get("state") or {}).get("waiting") or {}
-        if waiting.get("reason") in STUCK_REASONS:
-            return waiting["reason"], _short(waiting.get("message") or "")
+        reason = waiting.get("reason")
+        if reason in PROBLEM_CLASSES:
+            return PROBLEM_CLASSES[reason], reason, _short(waiting.get("message") or "")
+        if reason in STARTING_REASONS and not container.get("restartCount"):
+            starting = starting or ("starting", reason, _short(waiting.get("message") or ""))
+    return starting
+
+
+def requests_gpus(pod: dict[str, Any]) -> bool:
+    """Whether a container of the pod asks for a GPU (their nodes often come from an autoscaler)."""
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        resources = container.get("resources") or {}
+        amounts = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
+        if any(name.endswith("/gpu") and str(value) not in ("0", "") for name, value in amounts.items()):
+            return True
+    return False
+
+
+def restarted(pod: dict[str, Any], containers: frozenset[str] | None = None) -> tuple[str, int | None] | None:
+    """``(how it ended, exit code)`` of a container of the pod that failed under ``restartPolicy:
+    OnFailure`` (ended with a code other than 0, or restarted after that): the workload has failed
+    even though its pod runs on, and will run it again."""
+    for status in _container_statuses(pod):
+        if containers is not None and status.get("name") not in containers:
+            continue
+        ended = (status.get("state") or {}).get("terminated") or {}
+        last = (status.get("lastState") or {}).get("terminated") or {}
+        failed = last if status.get("restartCount") and last.get("exitCode") else ended if ended.get("exitCode") else None
+        if failed:
+            code = int(failed["exitCode"])
+            text = f"out of memory (OOMKilled): exited with code {code}" if failed.get("reason") == "OOMKilled" \
+                else exit_reason(code)
+            again = ", then was restarted in place" if status.get("restartCount") else ""
+            return f"{replica_name(pod)} {text}{again} (restartPolicy OnFailure)", code
     return None
 
 

@@ -1,10 +1,10 @@
-"""Options of ``telemetry:`` in a spec (kept free of heavy imports: the spec's models load it)."""
+"""Options of ``telemetry:`` in a spec: what each run records (read by kubebench.monitor)."""
 
 from __future__ import annotations
 
 from pydantic import Field, field_validator
 
-from ..spec.base import Model, parse_duration
+from .base import Model, parse_duration
 
 
 class TelemetryConfig(Model):

@@ -1,0 +1,168 @@
+"""Before jobs run on a cluster: can they run there at all?
+
+:func:`check` is what every ``kubebench run`` does first, cheaply (the client configured, the API
+server reachable, the namespace there, every job kind served): one clear error instead of a failed
+run per job. :func:`doctor` checks all the rest (``kubebench doctor``): what kubebench's identity may
+do (a SelfSubjectAccessReview per verb it uses), the claim bound and reachable from a pod (which
+reads a file kubebench wrote where it sees the claim), the Kueue queue.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from ...errors import BackendError, KubebenchError, PreflightError
+from ..base import Check
+from . import objects
+from .api import Api, Resource, resource_of
+
+if TYPE_CHECKING:
+    from .config import KubernetesConfig
+
+LOCAL_QUEUES = Resource("kueue.x-k8s.io", "v1beta1", "localqueues", "LocalQueue")
+JOBS = Resource("batch", "v1", "jobs", "Job")
+JOB_VERBS = ("create", "get", "list", "watch", "delete")
+#: What kubebench does besides its job kinds: (verb, group, resource, needed for).
+OTHER_VERBS = (
+    ("get", "", "pods", "following a job's pods"), ("list", "", "pods", "following a job's pods"),
+    ("watch", "", "pods", "following a job's pods"), ("get", "", "pods/log", "copying the pods' logs"),
+)
+#: Not needed to run, but something is lost without them: (verb, group, resource, what).
+OPTIONAL_VERBS = (
+    ("list", "", "events", "why a pod does not start (events) goes unreported"),
+    ("get", "", "nodes", "provenance lacks the nodes' GPU product and instance type"),
+)
+PROBE_SECONDS = 180.0
+
+
+def connect(api_of: Callable[[], Api], config: KubernetesConfig) -> Api:
+    """The API client, or a PreflightError saying which cluster could not be configured or reached."""
+    try:
+        api = api_of()
+        if api.served("", "v1") is None:
+            raise BackendError(f"{api.host} serves no Kubernetes API")
+    except PreflightError:
+        raise
+    except KubebenchError as e:
+        where = config.kubeconfig or "$KUBECONFIG or ~/.kube/config, or in-cluster"
+        raise PreflightError(f"no Kubernetes cluster to run on ({where}): {e}. Set backend.kubeconfig (and "
+                             "backend.context), or run kubebench inside the cluster") from e
+    return api
+
+
+def check(api: Api, namespace: str, manifests: list[dict[str, Any]]) -> None:
+    """The cheap checks every run starts with (see the module's docstring)."""
+    if api.namespace_exists(namespace) is False:
+        raise PreflightError(f"namespace {namespace!r} does not exist on the cluster at {api.host}: "
+                             f"kubectl create namespace {namespace}, or set backend.namespace")
+    for resource in _resources(manifests):
+        why = objects.not_served(api, resource)
+        if why:
+            raise PreflightError(why)
+
+
+def _resources(manifests: list[dict[str, Any]]) -> list[Resource]:
+    return list(dict.fromkeys(resource_of(m) for m in manifests))
+
+
+def doctor(api: Api, config: KubernetesConfig, namespace: str, manifests: list[dict[str, Any]],
+           local_root: Path, probe_image: str) -> list[Check]:
+    """Every check, each a :class:`Check` (a failed one does not stop the others)."""
+    checks = [Check("cluster", "ok", f"API server at {api.host}")]
+    found = api.namespace_exists(namespace)
+    checks.append(Check("namespace", "ok" if found else "warn" if found is None else "fail",
+                        namespace if found else "cannot tell (may not read namespaces)" if found is None
+                        else f"{namespace!r} does not exist"))
+    for resource in _resources(manifests):
+        why = objects.not_served(api, resource)
+        checks.append(Check(f"{resource.kind} ({resource.api_version})", "fail" if why else "ok", why or "served"))
+    checks += _access(api, config, namespace, manifests)
+    checks.append(_claim(api, config, namespace))
+    checks.append(_probe(api, config, namespace, local_root, probe_image))
+    if config.queue:
+        queue = api.get(LOCAL_QUEUES, namespace, config.queue) if api.served(LOCAL_QUEUES.group, LOCAL_QUEUES.version) else None
+        checks.append(Check("Kueue queue", "ok" if queue else "fail",
+                            config.queue if queue else f"LocalQueue {namespace}/{config.queue} not found (is Kueue installed?)"))
+    return checks
+
+
+def _access(api: Api, config: KubernetesConfig, namespace: str, manifests: list[dict[str, Any]]) -> list[Check]:
+    """A SelfSubjectAccessReview for every verb kubebench uses."""
+    needed = [(verb, r.group, r.plural, f"running {r.kind}s") for r in _resources(manifests) for verb in JOB_VERBS]
+    needed += list(OTHER_VERBS)
+    if config.keep_jobs:
+        needed.append(("delete", "", "pods", "stopping the pods of kept jobs"))
+    checks, refused = [], []
+    for verb, group, resource, why in needed:
+        if not api.allowed(namespace, verb, group, resource):
+            refused.append(f"{verb} {resource}{'.' + group if group else ''} ({why})")
+    checks.append(Check("permissions", "fail" if refused else "ok",
+                        "not allowed: " + "; ".join(refused) if refused else f"{len(needed)} verbs allowed"))
+    for verb, group, resource, lost in OPTIONAL_VERBS:
+        if not api.allowed(namespace, verb, group, resource):
+            checks.append(Check(f"permission to {verb} {resource}", "warn", lost))
+    return checks
+
+
+def _claim(api: Api, config: KubernetesConfig, namespace: str) -> Check:
+    claim = api.claim(namespace, config.storage.claim)
+    if claim is None:
+        return Check("claim", "fail", f"PersistentVolumeClaim {namespace}/{config.storage.claim} not found")
+    phase = (claim.get("status") or {}).get("phase", "Pending")
+    modes = (claim.get("spec") or {}).get("accessModes") or []
+    if phase != "Bound":
+        return Check("claim", "warn", f"{config.storage.claim} is {phase} (bound when a pod first mounts it?)")
+    if "ReadWriteMany" not in modes:
+        return Check("claim", "warn", f"{config.storage.claim} is {', '.join(modes)}: replicas on other nodes cannot mount it")
+    return Check("claim", "ok", f"{config.storage.claim} bound, ReadWriteMany")
+
+
+def _probe(api: Api, config: KubernetesConfig, namespace: str, local_root: Path, image: str) -> Check:
+    """A pod mounting the claim reads a file kubebench wrote where it sees the claim: the two are one."""
+    token = uuid.uuid4().hex[:12]
+    sentinel = local_root / f".kubebench-doctor-{token}"
+    try:
+        sentinel.write_text(token)
+    except OSError as e:
+        return Check("claim from a pod", "fail", f"cannot write {sentinel}: {e}")
+    name = f"kb-doctor-{token}"
+    mount = config.storage.mount_path.rstrip("/")
+    container = {"name": "probe", "image": image, "command": ["cat", f"{mount}/{sentinel.name}"],
+                 "volumeMounts": [{"name": config.storage.volume, "mountPath": mount}]}
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "labels": {"kubebench.io/doctor": token}},
+           "spec": {"backoffLimit": 0, "activeDeadlineSeconds": int(PROBE_SECONDS), "ttlSecondsAfterFinished": 600,
+                    "template": {"metadata": {"labels": {"kubebench.io/doctor": token}, "annotations": {
+                        "sidecar.istio.io/inject": "false"}}, "spec": {
+                        "restartPolicy": "Never", "containers": [container],
+                        "volumes": [{"name": config.storage.volume, "persistentVolumeClaim": {"claimName": config.storage.claim}}]}}}}
+    try:
+        api.create(JOBS, namespace, job)
+        return _probe_result(api, namespace, name, token, sentinel, local_root)
+    except BackendError as e:
+        return Check("claim from a pod", "fail", str(e))
+    finally:
+        sentinel.unlink(missing_ok=True)
+        try:
+            api.delete(JOBS, namespace, name, "Background")
+        except BackendError:
+            pass
+
+
+def _probe_result(api: Api, namespace: str, name: str, token: str, sentinel: Path, local_root: Path) -> Check:
+    deadline = time.monotonic() + PROBE_SECONDS
+    while time.monotonic() < deadline:
+        found = api.get(JOBS, namespace, name) or {}
+        done = {c.get("type") for c in (found.get("status") or {}).get("conditions") or [] if c.get("status") == "True"}
+        if "Complete" in done:
+            return Check("claim from a pod", "ok", f"a pod read what kubebench wrote in {local_root}")
+        if "Failed" in done:
+            return Check("claim from a pod", "fail",
+                         f"a pod could not read {sentinel.name} on the claim: {local_root} (where kubebench "
+                         "writes the runs' folders) is not the claim; set backend.storage.local_path to where "
+                         "kubebench sees it, or run kubebench in a pod that mounts it")
+        time.sleep(1.0)
+    return Check("claim from a pod", "fail", f"the probe pod did not finish in {PROBE_SECONDS:g} s (see kubectl "
+                                             f"describe job {name} -n {namespace})")

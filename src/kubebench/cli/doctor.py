@@ -1,0 +1,40 @@
+"""``kubebench doctor``: before launching many runs, check that the backend can run the spec's jobs."""
+
+from __future__ import annotations
+
+import typer
+
+from . import ParamsOpt, SetOpt, SpecArg, app, expected_errors, load_args, make_console
+from .run import BackendOpt, with_overrides
+
+#: Exit code when a check failed: the spec's jobs cannot run there as things are (as a spec error).
+FAILED = 2
+_MARKS = {"ok": "[green]ok  [/]", "warn": "[yellow]warn[/]", "fail": "[bold red]FAIL[/]"}
+
+
+@app.command()
+@expected_errors
+def doctor(spec: SpecArg, params: ParamsOpt = None, set_: SetOpt = None, backend: BackendOpt = None) -> None:
+    """Check that the spec's jobs can run where its backend runs them: on Kubernetes the cluster, the
+    namespace, the job kinds served, every permission used, the claim (bound, and the one a pod sees)
+    and the Kueue queue. Exits 2 when a check fails."""
+    from ..runner import make_backend, plan_experiment
+    from ..settings import settings
+
+    loaded = with_overrides(load_args(spec, params, set_), backend)
+    experiment = plan_experiment(loaded, settings(), "doctor")
+    chosen = make_backend(loaded)
+    first = {}
+    for run in experiment.plan.runs:
+        first.setdefault(run.trial.id, run)
+    try:
+        manifests = [experiment.render(run, chosen).manifest for run in first.values()]
+        checks = chosen.doctor(manifests, experiment.local_paths(next(iter(first.values()))))
+    finally:
+        chosen.close()
+    console = make_console()
+    for check in checks:
+        console.print(f"{_MARKS[check.state]} {check.name}: {check.detail}", markup=True, soft_wrap=True)
+    failed = [c for c in checks if c.state == "fail"]
+    console.print(f"{len(failed)} of {len(checks)} checks failed" if failed else f"all {len(checks)} checks passed")
+    raise typer.Exit(FAILED if failed else 0)

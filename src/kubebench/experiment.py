@@ -1,0 +1,36 @@
+"""A planned experiment: what the runner and each run's attempts share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .backends.base import Backend
+from .paths import RunPaths
+from .plan.plan import Plan, Run
+from .render.job import RenderedJob, render_run
+from .settings import Settings
+from .spec.model import AdaptiveRepeats, LoadedSpec
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A planned experiment: its spec, plan, backend and where its runs live."""
+
+    loaded: LoadedSpec
+    plan: Plan
+    settings: Settings
+    #: Adaptive repeats in force (``None`` for a fixed number, or when ``--repeats`` overrides).
+    adaptive: AdaptiveRepeats | None = None
+
+    def local_paths(self, run: Run) -> RunPaths:
+        """The run's folders as kubebench sees them."""
+        data_root = self.loaded.spec.data_root
+        data = self.loaded.base_dir / data_root if data_root else self.settings.data_root
+        return RunPaths(self.settings.experiments_root, data, self.plan.experiment_id, run.id)
+
+    def render(self, run: Run, backend: Backend) -> RenderedJob:
+        """The run's job, with the environment pointing at its folders as the job sees them."""
+        paths = backend.job_paths(self.local_paths(run))
+        job = render_run(self.loaded, run, self.plan.experiment_id, paths.env(run.trial.id, run.repeat))
+        backend.prepare(job.manifest, paths)  # in place: what the backend adds (volumes, service account…)
+        return job

@@ -1,0 +1,423 @@
+"""The kubelet and scheduler of the operator stand-in's one node: a pod's containers as local
+processes, with the states, restarts and logs a real kubelet reports.
+
+- scheduling: node selector, resource requests (GPUs only on a node that has them), claims that
+  exist; an unschedulable pod gets ``PodScheduled=False/Unschedulable`` and a FailedScheduling event;
+- images: an unpullable image alternates ``ErrImagePull`` and ``ImagePullBackOff`` as the kubelet does;
+- volumes: a claim in ``unmountable`` keeps the pod ``ContainerCreating`` with FailedMount events;
+- containers: init containers one after the other, then the others; a container that fails under
+  ``restartPolicy: OnFailure`` starts again with ``restartCount`` + 1 and its ``lastState`` (at once
+  the first time, then after a ``CrashLoopBackOff`` of 10 s doubling, times ``backoff_scale``); each
+  instance logs to its own file;
+- deletion: a pod with a ``deletionTimestamp`` gets SIGTERM, then SIGKILL after its grace period
+  (capped at ``max_grace`` here), and is removed once its containers have stopped.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from k8s_emulator import ContainerLog
+from k8s_store import PODS, ApiError
+
+if TYPE_CHECKING:
+    from k8s_standin import OperatorStandIn, Tracked
+
+_UNITS = {"m": 1e-3, "k": 1e3, "Ki": 2**10, "M": 1e6, "Mi": 2**20, "G": 1e9, "Gi": 2**30, "T": 1e12, "Ti": 2**40}
+BACKOFF_FIRST, BACKOFF_MAX = 10.0, 300.0
+PULL_PERIOD = 0.2  # seconds between ErrImagePull and ImagePullBackOff
+SSHD = ("sshd",)  # what an MPI worker runs: a daemon until stopped
+
+
+def quantity(text: Any) -> float:
+    """A Kubernetes quantity as a number (``500m`` → 0.5, ``2Gi`` → 2147483648)."""
+    text = str(text)
+    for unit in sorted(_UNITS, key=len, reverse=True):
+        if text.endswith(unit):
+            return float(text[: -len(unit)]) * _UNITS[unit]
+    return float(text)
+
+
+def now_text() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+@dataclass
+class Node:
+    """The one node pods are scheduled on."""
+
+    name: str = "node-1"
+    labels: dict[str, str] = field(default_factory=lambda: {"kubernetes.io/hostname": "node-1", "kubernetes.io/os": "linux"})
+    allocatable: dict[str, str] = field(default_factory=lambda: {"cpu": "64", "memory": "256Gi"})
+
+
+@dataclass
+class Box:
+    """One container of a pod and its current instance."""
+
+    name: str
+    spec: dict[str, Any]
+    init: bool
+    log: ContainerLog
+    state: str = "waiting"  # waiting | running | terminated
+    code: int | None = None
+    restarts: int = 0
+    last: dict | None = None  # lastState.terminated
+    process: subprocess.Popen | None = None
+    daemon: bool = False  # an sshd: runs until stopped
+    started: float = 0.0
+    ends: float | None = None  # a simulated container's end
+    restart_at: float | None = None
+    reason: str = ""  # of a waiting or terminated state
+
+
+@dataclass
+class PodSim:
+    """One pod of a job, as its kubelet sees it."""
+
+    job: "Tracked"
+    name: str
+    type: str
+    index: int
+    spec: dict[str, Any]
+    env: dict[str, str]
+    boxes: list[Box]
+    restart_policy: str
+    uid: str = ""
+    stage: str = "scheduling"  # scheduling | pulling | mounting | running | done | terminating | gone
+    phase: str = "Pending"
+    conditions: list[dict] = field(default_factory=list)
+    reason: str = ""  # status.reason (Evicted …)
+    message: str = ""
+    since: float = field(default_factory=time.monotonic)
+
+    @property
+    def state(self) -> str:
+        """running | succeeded | failed | pending (what the tests ask of a replica)."""
+        return {"Running": "running", "Succeeded": "succeeded", "Failed": "failed"}.get(self.phase, "pending")
+
+    @property
+    def ready(self) -> bool:
+        """Every main container running (an sshd ready a moment after it starts)."""
+        main = [b for b in self.boxes if not b.init]
+        return self.phase == "Running" and all(b.state == "running" and time.monotonic() - b.started > 0.1 for b in main)
+
+
+class Kubelet:
+    """Drives the pods of the stand-in's node (see the module's docstring)."""
+
+    def __init__(self, standin: "OperatorStandIn") -> None:
+        self.s = standin
+        self.node = Node()
+        self.unpullable = ("does-not-exist",)
+        self.unmountable: set[str] = set()
+        self.backoff_scale = 0.02
+        self.max_grace = 1.0
+        #: Report a container killed by SIGKILL as its cgroup's OOM kill (reason OOMKilled).
+        self.oom_on_sigkill = False
+        #: The cluster-autoscaler: resource → (seconds to bring a node, amount it adds).
+        self.autoscale: dict[str, tuple[float, str]] = {}
+        self._scaling: dict[str, float] = {}
+
+    # --- scheduling, pulling, mounting ---------------------------------------------------------
+
+    def step(self, pod: PodSim) -> None:
+        """Move the pod on by what its state allows now."""
+        if pod.stage == "scheduling":
+            why = self.unschedulable(pod)
+            if why:
+                self._scale_up(pod, why)
+                return self._pending(pod, {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                           "message": why}, "FailedScheduling", why, "default-scheduler")
+            pod.stage, pod.conditions = "pulling", [{"type": "PodScheduled", "status": "True"}]
+            self._bind(pod)
+        if pod.stage == "pulling":
+            bad = next((b for b in pod.boxes if any(u in b.spec.get("image", "") for u in self.unpullable)), None)
+            if bad is not None:
+                return self._pull_failing(pod, bad)
+            pod.stage = "mounting"
+        if pod.stage == "mounting":
+            claim = next((c for c in self._claims(pod) if c in self.unmountable), None)
+            if claim is not None:
+                return self._mount_failing(pod, claim)
+            pod.stage = "running"
+        if pod.stage == "running":
+            self._containers(pod)
+
+    def unschedulable(self, pod: PodSim) -> str | None:
+        spec = pod.spec
+        if any(self.node.labels.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()):
+            return "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector."
+        for box in pod.boxes:
+            resources = box.spec.get("resources") or {}
+            amounts = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
+            for resource, amount in amounts.items():
+                if quantity(amount) > quantity(self.node.allocatable.get(resource, 0)):
+                    return f"0/1 nodes are available: 1 Insufficient {resource}."
+        for claim in self._claims(pod):
+            if self.s.store.find(("", "v1", "persistentvolumeclaims"), pod.job.namespace, claim) is None:
+                return f'0/1 nodes are available: persistentvolumeclaim "{claim}" not found.'
+        return None
+
+    def _scale_up(self, pod: PodSim, why: str) -> None:
+        """The cluster-autoscaler: a pod short of a resource it can add triggers a scale-up (an event
+        on the pod), and the node has the resource once the new node is up."""
+        resource = next((r for r in self.autoscale if f"Insufficient {r}" in why), None)
+        if resource is None:
+            return
+        seconds, amount = self.autoscale[resource]
+        if resource not in self._scaling:
+            self._scaling[resource] = time.monotonic() + seconds
+        if pod.name not in self._scaling:
+            self._scaling[pod.name] = 0.0
+            self.s.event(pod, "TriggeredScaleUp", "pod triggered scale-up: [{gpu-pool 0->1 (max: 4)}]",
+                         source="cluster-autoscaler")
+        if time.monotonic() >= self._scaling[resource]:
+            self.node.allocatable[resource] = amount
+
+    def _claims(self, pod: PodSim) -> list[str]:
+        return [v["persistentVolumeClaim"]["claimName"] for v in pod.spec.get("volumes") or [] if v.get("persistentVolumeClaim")]
+
+    def _pending(self, pod: PodSim, condition: dict, reason: str, message: str, source: str) -> None:
+        if pod.conditions != [condition]:
+            pod.conditions = [condition]
+            self.s.event(pod, reason, message, source=source)
+            self.write(pod)
+
+    def _bind(self, pod: PodSim) -> None:
+        self.s.store.update(PODS, pod.job.namespace, pod.name,
+                            lambda o: {**o, "spec": {**o["spec"], "nodeName": self.node.name}})
+
+    def _pull_failing(self, pod: PodSim, box: Box) -> None:
+        phase = int((time.monotonic() - pod.since) / PULL_PERIOD) % 2
+        reason = "ErrImagePull" if phase == 0 else "ImagePullBackOff"
+        if box.reason != reason:
+            image = box.spec.get("image", "")
+            box.reason = reason
+            message = (f'failed to pull and unpack image "{image}": not found' if phase == 0
+                       else f'Back-off pulling image "{image}"')
+            box.last = {"message": message}
+            self.s.event(pod, "Failed" if phase == 0 else "BackOff", message, source="kubelet")
+            self.write(pod)
+
+    def _mount_failing(self, pod: PodSim, claim: str) -> None:
+        if not pod.reason:
+            pod.reason = "mounting"
+            self.s.event(pod, "FailedMount", f"MountVolume.SetUp failed for volume \"{claim}\": mount failed: "
+                                              "exit status 32: mount.nfs: Connection timed out", source="kubelet")
+            for box in pod.boxes:
+                box.reason = "PodInitializing" if box.init else "ContainerCreating"
+            self.write(pod)
+
+    # --- containers ---------------------------------------------------------------------------
+
+    def _containers(self, pod: PodSim) -> None:
+        changed = False
+        for box in pod.boxes:
+            changed |= self._reap(pod, box)
+        inits = [b for b in pod.boxes if b.init]
+        waiting_init = next((b for b in inits if not (b.state == "terminated" and b.code == 0)), None)
+        for box in ([waiting_init] if waiting_init else [b for b in pod.boxes if not b.init]):
+            if box.state == "waiting" and (box.restart_at is None or time.monotonic() >= box.restart_at):
+                changed |= self._start(pod, box)
+        changed |= self._phase(pod)
+        if changed:
+            self.write(pod)
+
+    def _start(self, pod: PodSim, box: Box) -> bool:
+        """Start the container's next instance; False if it has to wait (nothing changed then)."""
+        path = self.s.logs / f"{pod.job.namespace}_{pod.name}_{box.name}_{len(box.log.instances)}.log"
+        argv = self.s.argv(box.spec)
+        block = None if argv in (None, SSHD) or self.s.simulate is not None else self.s.before_start(pod, box, path)
+        if block == "wait":  # an init container of the operator's is still waiting
+            changed, box.reason = box.reason != "PodInitializing", "PodInitializing"
+            return changed
+        if box.restart_at is not None:
+            box.restarts += 1
+        box.restart_at, box.reason, box.code = None, "", None
+        box.state, box.started, box.ends, box.daemon = "running", time.monotonic(), None, False
+        if self.s.simulate is not None and not box.init:
+            path.write_text(f"{pod.type}-{pod.index} simulated\n")
+            box.ends = time.monotonic() + self.s.simulate
+        elif argv == SSHD:
+            path.write_text("Server listening on 0.0.0.0 port 22.\n")
+            box.daemon = True
+        elif argv is None:  # the image's default command, which ends at once here
+            path.write_text("")
+            box.ends = time.monotonic()
+        elif block is not None:  # the environment fails it before it can run (e.g. no DNS yet)
+            path.write_text(block[1])
+            box.ends, box.code = time.monotonic(), block[0]
+        else:
+            with open(path, "wb") as log:
+                box.process = subprocess.Popen(argv, env={**os.environ, **self.s.env_of(box.spec), **pod.env},
+                                               cwd=self.s.workdir, stdin=subprocess.DEVNULL, stdout=log,
+                                               stderr=subprocess.STDOUT, start_new_session=True)
+            self.s.started_processes.append(box.process)
+        box.log.instances.append(path)
+        box.log.ended.clear()
+        return True
+
+    def _reap(self, pod: PodSim, box: Box) -> bool:
+        if box.state != "running":
+            return False
+        code = self._exit_code(box)
+        if code is None:
+            return False
+        box.state, box.code, box.process = "terminated", code, None
+        box.reason = "Completed" if code == 0 else "OOMKilled" if code == 137 and self.oom_on_sigkill else "Error"
+        box.last = {"exitCode": code, "reason": box.reason, "startedAt": now_text(), "finishedAt": now_text()}
+        box.log.ended.set()
+        if code != 0 and pod.restart_policy == "OnFailure" and pod.stage == "running":
+            # The first restart is at once; then 10 s, doubling up to 5 min (the kubelet's back-off).
+            delay = 0.0 if box.restarts == 0 else min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** (box.restarts - 1)) * self.backoff_scale
+            box.state, box.reason, box.restart_at = "waiting", "CrashLoopBackOff", time.monotonic() + delay
+            self.s.event(pod, "BackOff", f"Back-off restarting failed container {box.name} in pod {pod.name}",
+                         source="kubelet")
+        return True
+
+    def _exit_code(self, box: Box) -> int | None:
+        if box.process is not None:
+            code = box.process.poll()
+            return None if code is None else (128 - code if code < 0 else code)
+        if box.ends is not None and time.monotonic() >= box.ends:
+            return box.code if box.code is not None else 0
+        return None
+
+    def _phase(self, pod: PodSim) -> bool:
+        main = [b for b in pod.boxes if not b.init]
+        before = pod.phase
+        if pod.restart_policy == "Never" and any(b.state == "terminated" and b.code for b in pod.boxes):
+            if all(b.state == "terminated" for b in main) or any(b.init and b.code for b in pod.boxes):
+                pod.phase = "Failed"
+        if pod.phase not in ("Failed",) and main and all(b.state == "terminated" and b.code == 0 for b in main):
+            pod.phase = "Succeeded"
+        elif pod.phase == "Pending" and any(b.state in ("running", "terminated") or b.restarts for b in main):
+            pod.phase = "Running"
+        if pod.phase in ("Succeeded", "Failed"):
+            pod.stage = "done"
+        return pod.phase != before
+
+    # --- deletion and eviction ------------------------------------------------------------------
+
+    def terminate(self, pod: PodSim, grace: float) -> None:
+        """SIGTERM the pod's containers, SIGKILL what is left after the grace, then remove the pod."""
+        pod.stage = "terminating"
+        for box in pod.boxes:
+            if box.process is not None:
+                _signal(box.process, signal.SIGTERM)
+        deadline = time.monotonic() + min(grace, self.max_grace)
+        for box in pod.boxes:
+            if box.process is not None:
+                try:
+                    box.process.wait(timeout=max(0.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    _signal(box.process, signal.SIGKILL)
+                    box.process.wait()
+            if box.state == "running":
+                box.state, box.code, box.reason = "terminated", 137 if box.daemon else 143, "Error"
+            box.log.ended.set()
+        pod.stage = "gone"
+        try:
+            self.s.store.finalize(PODS, pod.job.namespace, pod.name)
+        except ApiError:
+            pass
+
+    def fail(self, pod: PodSim, code: int, text: str) -> None:
+        """End the pod's running containers with ``code``, ``text`` added to their logs (what a
+        program does when the peers it talks to vanish)."""
+        for box in pod.boxes:
+            if box.state == "running":
+                if box.process is not None:
+                    _signal(box.process, signal.SIGKILL)
+                    box.process.wait()
+                    box.process = None
+                with open(box.log.instances[-1], "a") as log:
+                    log.write(text)
+                box.ends, box.code = time.monotonic(), code
+
+    def kill(self, pod: PodSim) -> None:
+        """Stop the pod's processes at once (its job is gone, or the test ends)."""
+        for box in pod.boxes:
+            if box.process is not None:
+                _signal(box.process, signal.SIGKILL)
+                box.process.wait()
+            box.log.ended.set()
+
+    # --- status ---------------------------------------------------------------------------------
+
+    def write(self, pod: PodSim) -> None:
+        """Write the pod's status as the kubelet reports it."""
+        status: dict[str, Any] = {"phase": pod.phase, "conditions": list(pod.conditions)}
+        if pod.reason and pod.reason != "mounting":
+            status |= {"reason": pod.reason, "message": pod.message}
+        if pod.stage not in ("scheduling",):
+            status["hostIP"], status["startTime"] = "10.0.0.1", now_text()
+            inits = [self._container_status(b) for b in pod.boxes if b.init]
+            status["containerStatuses"] = [self._container_status(b) for b in pod.boxes if not b.init]
+            if inits:
+                status["initContainerStatuses"] = inits
+        try:
+            self.s.store.update(PODS, pod.job.namespace, pod.name, lambda o: {**o, "status": status}, status=True)
+        except ApiError:
+            pass  # deleted meanwhile
+
+    def _container_status(self, box: Box) -> dict:
+        image = box.spec.get("image", "")
+        status: dict[str, Any] = {"name": box.name, "image": image, "imageID": _digest(image),
+                                  "ready": box.state == "running", "restartCount": box.restarts, "started": box.state == "running"}
+        if box.state == "running":
+            status["state"] = {"running": {"startedAt": now_text()}}
+        elif box.state == "terminated":
+            status["state"] = {"terminated": {"exitCode": box.code, "reason": box.reason, "finishedAt": now_text()}}
+        else:
+            message = (box.last or {}).get("message") if box.reason in ("ErrImagePull", "ImagePullBackOff") else None
+            status["state"] = {"waiting": {"reason": box.reason or "ContainerCreating",
+                                           **({"message": message} if message else {})}}
+        if box.restarts or (box.state == "waiting" and box.reason == "CrashLoopBackOff"):
+            status["lastState"] = {"terminated": {k: v for k, v in (box.last or {}).items() if k != "message"}}
+        return status
+
+
+def _digest(image: str) -> str:
+    import hashlib
+
+    name = image.split("@")[0].rsplit(":", 1)[0] if ":" in image.rsplit("/", 1)[-1] else image
+    return f"docker.io/{name}@sha256:{hashlib.sha256(image.encode()).hexdigest()}"
+
+
+def _signal(process: subprocess.Popen, sig: signal.Signals) -> None:
+    if process.poll() is None:
+        try:
+            os.killpg(process.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def local_argv(argv: tuple[str, ...]) -> tuple[str, ...]:
+    """An image's command as this machine runs it: ``python`` is this interpreter (with kubebench),
+    ``torchrun`` its ``torch.distributed.run``, an MPI launcher's program likewise."""
+    if argv[0] in ("python", "python3"):
+        return (sys.executable, *argv[1:])
+    if argv[0] == "torchrun":
+        return (sys.executable, "-m", "torch.distributed.run", *argv[1:])
+    if argv[0] in ("mpirun", "mpiexec"):
+        first = next((i for i, a in enumerate(argv) if a in ("python", "python3")), None)
+        if first is not None:
+            return (*argv[:first], sys.executable, *argv[first + 1:])
+    return argv
+
+
+def path_of(value: str, mount: str, root: Path) -> str:
+    """``value`` with the claim's mount path replaced by its local folder."""
+    mount = mount.rstrip("/")
+    if value == mount or value.startswith(mount + "/"):
+        return str(root) + value[len(mount):]
+    return value

@@ -1,0 +1,487 @@
+"""What each controller of the stand-in does with a job, version by version where upstream differs.
+
+Sources (read at the tags named; see docs/kubernetes-conformance.md for the table):
+
+- training-operator v1 (PyTorchJob, TFJob, MPIJob v1): ``pkg/controller.v1/common/job.go`` (backoff
+  limit and deadline: ≤ v1.9.3 deletes every pod before it marks the job Failed, v1.9.4 marks it
+  Failed first and then honours cleanPodPolicy; suspend deletes the pods; resume resets startTime),
+  ``pkg/controller.v1/<kind>/…_controller.go`` (Failed when a Never replica fails), ``envvar.go``
+  (MASTER_ADDR, WORLD_SIZE, RANK, PET_NODE_RANK, PET_NNODES, PYTHONUNBUFFERED), ``pod.go`` (the
+  SetPodTemplateRestartPolicy warning, pod names and labels; a deleted pod is created again).
+- mpi-operator v0.8 (MPIJob v2beta1): ``v2beta1/default.go`` (launcher OnFailure, AtStartup,
+  cleanPodPolicy None), ``mpi_job_controller.go`` (workers as pods, the launcher as a batch Job
+  taking runPolicy's backoffLimit and deadline, WaitForWorkersReady, the Failed reason from the
+  launcher Job, cleanPodPolicy on workers, suspend).
+- the Job controller (batch/v1 Indexed): replacement pods up to backoffLimit, DeadlineExceeded from
+  status.startTime, suspend deletes active pods.
+- Trainer v2 + JobSet v0.12 (TrainJob): the torch plugin's PET_* only (``torch.go``), the JobSet
+  webhook's restartPolicy OnFailure (``jobset_webhook.go``) with the batch default backoffLimit 6,
+  FailedJobs / AllJobsCompleted, the deadline from creationTimestamp deleting the JobSet
+  (``trainjob_controller.go``), Suspended/Resumed conditions.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING, Any
+
+from k8s_kubelet import PodSim
+from k8s_store import ApiError
+
+if TYPE_CHECKING:
+    from k8s_standin import OperatorStandIn, Tracked
+
+REPLICA_FIELDS = {"PyTorchJob": "pytorchReplicaSpecs", "TFJob": "tfReplicaSpecs", "MPIJob": "mpiReplicaSpecs"}
+ORDER = ["Master", "Chief", "Launcher", "Worker", "PS", "Evaluator"]
+JOBSETS = ("jobset.x-k8s.io", "v1alpha2", "jobsets")
+TORCH_PORT = 29400
+
+
+def condition(type_: str, status: str, reason: str, message: str = "") -> dict:
+    return {"type": type_, "status": status, "reason": reason, "message": message,
+            "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
+def set_condition(job: "Tracked", new: dict) -> None:
+    job.conditions = [c for c in job.conditions if c["type"] != new["type"]] + [new]
+
+
+def is_true(job: "Tracked", type_: str) -> bool:
+    return any(c["type"] == type_ and c["status"] == "True" for c in job.conditions)
+
+
+class Controller:
+    """What every controller shares: suspension, pods by replica, cleanup."""
+
+    def __init__(self, standin: "OperatorStandIn") -> None:
+        self.s = standin
+
+    def suspended(self, job: "Tracked") -> bool:
+        spec = job.obj.get("spec") or {}
+        return bool(spec.get("suspend") or (spec.get("runPolicy") or {}).get("suspend"))
+
+    def live(self, job: "Tracked", rtype: str | None = None) -> list[PodSim]:
+        return [p for p in job.pods if p.stage not in ("gone",) and (rtype is None or p.type == rtype)]
+
+    def delete_pods(self, job: "Tracked", which: str = "All") -> None:
+        """Delete the job's pods: All, or only Running/Pending ones (cleanPodPolicy Running)."""
+        for pod in self.live(job):
+            if which == "All" or pod.phase in ("Running", "Pending"):
+                self.s.delete_pod(pod)
+
+    def finish(self, job: "Tracked", outcome: str, reason: str, message: str, clean: str | None) -> None:
+        if job.kind in REPLICA_FIELDS:  # Kubeflow's conditions: Running turns False as the job ends
+            set_condition(job, condition("Running", "False", reason, message))
+        set_condition(job, condition(outcome, "True", reason, message))
+        job.finished = time.monotonic()
+        if clean and clean != "None":
+            self.delete_pods(job, clean)
+        self.s.finished(job)
+
+    def start(self, job: "Tracked") -> None:
+        raise NotImplementedError
+
+    def tick(self, job: "Tracked") -> None:
+        raise NotImplementedError
+
+
+def _rank_order(spec: dict) -> list[tuple[str, dict]]:
+    return sorted(spec.items(), key=lambda item: ORDER.index(item[0]) if item[0] in ORDER else len(ORDER))
+
+
+class TrainingOperator(Controller):
+    """training-operator v1 (``version``: 1.9.3 or 1.9.4) for PyTorchJob, TFJob and MPIJob v1."""
+
+    def __init__(self, standin: "OperatorStandIn", version: str) -> None:
+        super().__init__(standin)
+        self.version = tuple(int(x) for x in version.split("."))
+
+    def replicas(self, job: "Tracked") -> list[tuple[str, int, dict, str]]:
+        specs = (job.obj.get("spec") or {}).get(REPLICA_FIELDS[job.kind]) or {}
+        out = []
+        for rtype, spec in _rank_order(specs):
+            for index in range(int(spec.get("replicas", 1))):
+                out.append((rtype, index, spec.get("template") or {}, spec.get("restartPolicy") or "Never"))
+        return out
+
+    def start(self, job: "Tracked") -> None:
+        set_condition(job, condition("Created", "True", f"{job.kind}Created", f"{job.kind} {job.name} is created."))
+        for rtype, _, template, _ in self.replicas(job):
+            if (template.get("spec") or {}).get("restartPolicy"):
+                self.s.event(job, "SetPodTemplateRestartPolicy",
+                             "Restart policy in pod template will be overwritten by restart policy in replica spec")
+                break
+        if not self.suspended(job):
+            self._run(job)
+        self.tick(job)
+
+    def _run(self, job: "Tracked") -> None:
+        job.start_time = float(int(time.time()))  # status.startTime: whole seconds
+        job.data["port"] = self.s.free_port()
+        job.data["tf_ports"] = {(r, i): self.s.free_port() for r, i, _, _ in self.replicas(job)}
+        self._create_missing(job)
+
+    def _create_missing(self, job: "Tracked") -> None:
+        existing = {(p.type, p.index) for p in self.live(job)}
+        replicas = self.replicas(job)
+        for rank, (rtype, index, template, restart) in enumerate(replicas):
+            if (rtype.lower(), index) not in existing:
+                self.s.create_pod(job, rtype.lower(), index, template, self._env(job, rtype, index, rank, replicas),
+                                  restart, self._pod_name(job, rtype, index), self._labels(job, rtype, index))
+
+    def _pod_name(self, job: "Tracked", rtype: str, index: int) -> str:
+        if job.kind == "MPIJob" and rtype == "Launcher":
+            return f"{job.name}-launcher"
+        return f"{job.name}-{rtype.lower()}-{index}"
+
+    def _labels(self, job: "Tracked", rtype: str, index: int) -> dict[str, str]:
+        labels = {"training.kubeflow.org/job-name": job.name, "training.kubeflow.org/operator-name":
+                  f"{job.kind.lower()}-controller", "training.kubeflow.org/replica-type": rtype.lower(),
+                  "training.kubeflow.org/replica-index": str(index)}
+        if rtype in ("Master", "Chief") or (job.kind == "MPIJob" and rtype == "Launcher"):
+            labels["training.kubeflow.org/job-role"] = "master" if rtype != "Launcher" else "launcher"
+        return labels
+
+    def _env(self, job: "Tracked", rtype: str, index: int, rank: int, replicas: list) -> dict[str, str]:
+        if job.kind == "PyTorchJob":
+            world = len(replicas)
+            return {"PYTHONUNBUFFERED": "1", "MASTER_PORT": str(job.data["port"]), "MASTER_ADDR": self.s.host,
+                    "WORLD_SIZE": str(world), "RANK": str(rank), "PET_NODE_RANK": str(rank), "PET_NNODES": str(world)}
+        if job.kind == "TFJob":
+            cluster: dict[str, list[str]] = {}
+            for (r, _), port in job.data["tf_ports"].items():
+                cluster.setdefault(r.lower(), []).append(f"{self.s.host}:{port}")
+            return {"TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": rtype.lower(), "index": index},
+                                             "environment": "cloud"})}
+        return self.s.mpi_env(job, rtype.lower())
+
+    def tick(self, job: "Tracked") -> None:
+        if job.finished is not None:
+            return self._after(job)
+        if self._suspension(job):
+            return self.s.write_job(job)
+        pods = self.live(job)
+        failed = [p for p in pods if p.phase == "Failed"]
+        policy = (job.obj.get("spec") or {}).get("runPolicy") or {}
+        clean = policy.get("cleanPodPolicy") or "None"
+        if failed and policy.get("backoffLimit") is not None:
+            return self._exceeds(job, f"Job {job.name} has failed because it has reached the specified backoff limit", clean)
+        deadline = policy.get("activeDeadlineSeconds")
+        if deadline and job.start_time is not None and time.time() - job.start_time >= deadline:
+            return self._exceeds(job, f"Job {job.name} has failed because it was active longer than specified deadline", clean)
+        if failed:
+            first = failed[0]
+            count = sum(p.type == first.type for p in failed)
+            message = f"{job.kind} {job.name} is failed because {count} {first.type.capitalize()} replica(s) failed."
+            return self.finish(job, "Failed", f"{job.kind}Failed", message, clean)
+        if self._succeeded(job, pods):
+            return self.finish(job, "Succeeded", f"{job.kind}Succeeded",
+                               f"{job.kind} {job.namespace}/{job.name} successfully completed.", clean)
+        self._lost_ranks(job, pods)
+        self._create_missing(job)  # a pod deleted under a running job is created again
+        if any(p.phase == "Running" for p in pods):
+            set_condition(job, condition("Running", "True", f"{job.kind}Running", f"{job.kind} {job.name} is running."))
+        self.s.write_job(job)
+
+    def _lost_ranks(self, job: "Tracked", pods: list[PodSim]) -> None:
+        """MPIJob v1: the launcher reaches its ranks through ``kubectl exec`` into the workers; a
+        worker that has ended takes its ranks with it and mpirun fails."""
+        if job.kind != "MPIJob":
+            return
+        ended = next((p for p in pods if p.type == "worker" and p.phase in ("Succeeded", "Failed")), None)
+        launcher = next((p for p in pods if p.type == "launcher" and p.phase == "Running"), None)
+        if ended is not None and launcher is not None:
+            self.s.kubelet.fail(launcher, 1, f"error: cannot exec into a container in a completed pod; "
+                                             f"current phase is {ended.phase}\n")
+
+    def _exceeds(self, job: "Tracked", message: str, clean: str) -> None:
+        if self.version <= (1, 9, 3):  # kubeflow/trainer#3419: every pod goes before the job is Failed
+            self.delete_pods(job, "All")
+            clean = "None"
+        self.finish(job, "Failed", f"{job.kind}Failed", message, clean)
+
+    def _succeeded(self, job: "Tracked", pods: list[PodSim]) -> bool:
+        by_type = {p.type: p for p in pods if p.index == 0}
+        for head in ("master", "chief", "launcher"):
+            if head in by_type:
+                return by_type[head].phase == "Succeeded"
+        if job.kind == "TFJob" and "worker" in by_type:
+            return by_type["worker"].phase == "Succeeded"
+        return bool(pods) and all(p.phase == "Succeeded" for p in pods)
+
+    def _suspension(self, job: "Tracked") -> bool:
+        if self.suspended(job):
+            if not is_true(job, "Suspended"):
+                self.delete_pods(job, "All")
+                set_condition(job, condition("Running", "False", f"{job.kind}Suspended", f"{job.kind} {job.name} is suspended."))
+                set_condition(job, condition("Suspended", "True", f"{job.kind}Suspended", f"{job.kind} {job.name} is suspended."))
+            return True
+        if is_true(job, "Suspended") or job.start_time is None:
+            if is_true(job, "Suspended"):
+                set_condition(job, condition("Suspended", "False", f"{job.kind}Resumed", f"{job.kind} {job.name} is resumed."))
+            self._run(job)
+        return False
+
+    def _after(self, job: "Tracked") -> None:
+        """A finished job whose cleanPodPolicy is Running still stops the pods that keep running."""
+        clean = ((job.obj.get("spec") or {}).get("runPolicy") or {}).get("cleanPodPolicy") or "None"
+        if clean != "None":
+            self.delete_pods(job, clean)
+
+
+class MpiOperator(Controller):
+    """mpi-operator v0.8 for MPIJob v2beta1: worker pods, and the launcher as a batch Job."""
+
+    def spec(self, job: "Tracked") -> dict:
+        return job.obj.get("spec") or {}
+
+    def start(self, job: "Tracked") -> None:
+        set_condition(job, condition("Created", "True", "MPIJobCreated", f"MPIJob {job.namespace}/{job.name} is created."))
+        launcher = self.spec(job)["mpiReplicaSpecs"].get("Launcher") or {}
+        if (launcher.get("template", {}).get("spec") or {}).get("restartPolicy"):
+            self.s.event(job, "SetPodTemplateRestartPolicy",
+                         "Restart policy in pod template overridden by restart policy in replica spec")
+        self.tick(job)
+
+    def _workers(self, job: "Tracked") -> None:
+        worker = self.spec(job)["mpiReplicaSpecs"].get("Worker") or {}
+        existing = {p.index for p in self.live(job, "worker")}
+        for index in range(int(worker.get("replicas", 0))):
+            if index not in existing:
+                labels = {"training.kubeflow.org/job-name": job.name, "training.kubeflow.org/operator-name": "mpi-operator",
+                          "training.kubeflow.org/job-role": "worker", "training.kubeflow.org/replica-index": str(index)}
+                self.s.create_pod(job, "worker", index, worker.get("template") or {}, {"K_MPI_JOB_ROLE": "worker"},
+                                  worker.get("restartPolicy") or "Never", f"{job.name}-worker-{index}", labels)
+
+    def _launcher(self, job: "Tracked") -> None:
+        """The launcher Job's pods: one at a time, a new one after a failure, up to its backoffLimit."""
+        spec = self.spec(job)
+        launcher = spec["mpiReplicaSpecs"]["Launcher"]
+        pods = [p for p in job.pods if p.type == "launcher"]
+        if any(p.stage not in ("gone", "done") for p in pods) or job.data.get("launcher_done"):
+            return
+        if spec.get("launcherCreationPolicy") == "WaitForWorkersReady" and not all(p.ready for p in self.live(job, "worker")):
+            return
+        labels = {"training.kubeflow.org/job-name": job.name, "training.kubeflow.org/operator-name": "mpi-operator",
+                  "training.kubeflow.org/job-role": "launcher", "batch.kubernetes.io/job-name": f"{job.name}-launcher"}
+        self.s.create_pod(job, "launcher", 0, launcher.get("template") or {}, self.s.mpi_env(job, "launcher"),
+                          launcher.get("restartPolicy") or "OnFailure", f"{job.name}-launcher-{self.s.suffix()}", labels)
+
+    def tick(self, job: "Tracked") -> None:
+        policy = self.spec(job).get("runPolicy") or {}
+        clean = policy.get("cleanPodPolicy") or "None"
+        if job.finished is not None:
+            return self.delete_pods(job, clean) if clean != "None" else None
+        if self.suspended(job):
+            if not is_true(job, "Suspended"):
+                self.delete_pods(job, "All")
+                set_condition(job, condition("Suspended", "True", "MPIJobSuspended", "MPIJob suspended"))
+            return self.s.write_job(job)
+        if is_true(job, "Suspended"):
+            set_condition(job, condition("Suspended", "False", "MPIJobResumed", "MPIJob resumed"))
+            job.start_time = None
+        if job.start_time is None:
+            job.start_time = time.time()
+        self._workers(job)
+        outcome = self._launcher_outcome(job, policy)
+        if outcome is not None:
+            return self.finish(job, *outcome, clean=clean)
+        self._launcher(job)
+        launchers = [p for p in self.live(job, "launcher") if p.phase == "Running"]
+        if launchers and all(p.phase == "Running" for p in self.live(job, "worker")):
+            set_condition(job, condition("Running", "True", "MPIJobRunning", f"MPIJob {job.namespace}/{job.name} is running."))
+        self.s.write_job(job)
+
+    def _launcher_outcome(self, job: "Tracked", policy: dict) -> tuple[str, str, str] | None:
+        pods = [p for p in job.pods if p.type == "launcher"]
+        if any(p.phase == "Succeeded" for p in pods):
+            job.data["launcher_done"] = True
+            return "Succeeded", "MPIJobSucceeded", f"MPIJob {job.namespace}/{job.name} successfully completed."
+        deadline = policy.get("activeDeadlineSeconds")
+        if deadline and time.time() - job.start_time >= deadline:
+            job.data["launcher_done"] = True
+            for pod in self.live(job, "launcher"):
+                self.s.delete_pod(pod)
+            return "Failed", "DeadlineExceeded", "Job was active longer than specified deadline"
+        failures = sum(p.phase == "Failed" for p in pods) + sum(b.restarts for p in pods for b in p.boxes)
+        limit = policy.get("backoffLimit")
+        if failures > (6 if limit is None else limit):
+            job.data["launcher_done"] = True
+            last = [p for p in pods if p.phase == "Failed"][-1:] or pods[-1:]
+            for pod in self.live(job, "launcher"):
+                if pod.phase != "Failed":
+                    self.s.delete_pod(pod)
+            return ("Failed", f"BackoffLimitExceeded/{last[0].reason}" if last else "BackoffLimitExceeded",
+                    "Job has reached the specified backoff limit: " + (last[0].message if last else ""))
+        return None
+
+
+class JobController(Controller):
+    """The batch/v1 Job controller, for Indexed Jobs."""
+
+    def start(self, job: "Tracked") -> None:
+        self.tick(job)
+
+    def tick(self, job: "Tracked") -> None:
+        spec = job.obj.get("spec") or {}
+        if job.finished is not None:
+            return
+        if self.suspended(job):
+            if not is_true(job, "Suspended"):
+                self.delete_pods(job, "Running")
+                set_condition(job, condition("Suspended", "True", "JobSuspended", "Job suspended"))
+            return self.s.write_job(job)
+        if is_true(job, "Suspended"):
+            set_condition(job, condition("Suspended", "False", "JobResumed", "Job resumed"))
+            job.start_time = None
+        if job.start_time is None:
+            job.start_time = float(int(time.time()))
+        completions = int(spec.get("completions") or spec.get("parallelism") or 1)
+        pods = job.pods
+        failures = sum(p.phase == "Failed" for p in pods) + sum(b.restarts for p in pods for b in p.boxes)
+        if failures > int(spec.get("backoffLimit", 6)):
+            self.delete_pods(job, "Running")
+            return self.finish(job, "Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit", None)
+        deadline = spec.get("activeDeadlineSeconds")
+        if deadline and time.time() - job.start_time >= deadline:
+            self.delete_pods(job, "Running")
+            return self.finish(job, "Failed", "DeadlineExceeded", "Job was active longer than specified deadline", None)
+        done = {p.index for p in pods if p.phase == "Succeeded"}
+        if len(done) >= completions:
+            set_condition(job, condition("SuccessCriteriaMet", "True", "CompletionsReached", "Reached expected number of succeeded pods"))
+            return self.finish(job, "Complete", "CompletionsReached", "Reached expected number of succeeded pods", None)
+        active = {p.index for p in pods if p.phase not in ("Failed", "Succeeded") and p.stage != "gone"}
+        for index in range(completions):
+            if index not in done and index not in active:
+                self._pod(job, index)
+        self.s.write_job(job)
+
+    def _pod(self, job: "Tracked", index: int) -> None:
+        template = (job.obj.get("spec") or {}).get("template") or {}
+        labels = {"batch.kubernetes.io/job-name": job.name, "job-name": job.name, "controller-uid": job.uid,
+                  "batch.kubernetes.io/controller-uid": job.uid, "batch.kubernetes.io/job-completion-index": str(index)}
+        self.s.create_pod(job, "worker", index, template, {"JOB_COMPLETION_INDEX": str(index)},
+                          (template.get("spec") or {}).get("restartPolicy") or "Never",
+                          f"{job.name}-{index}-{self.s.suffix()}", labels)
+
+
+class TrainerController(Controller):
+    """Kubeflow Trainer (``version`` 2.1 … 2.3) with JobSet: a TrainJob's JobSet and its node pods."""
+
+    def __init__(self, standin: "OperatorStandIn", version: str) -> None:
+        super().__init__(standin)
+        self.version = version
+
+    def start(self, job: "Tracked") -> None:
+        job.created_wall = float(int(time.time()))  # metadata.creationTimestamp: whole seconds
+        self.tick(job)
+
+    def _jobset(self, job: "Tracked") -> dict | None:
+        if job.data.get("jobset") is None and not job.data.get("jobset_deleted"):
+            owner = {"apiVersion": job.api_version, "kind": "TrainJob", "name": job.name, "uid": job.uid,
+                     "controller": True, "blockOwnerDeletion": True}
+            body = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+                    "metadata": {"name": job.name, "ownerReferences": [owner]}, "spec": {}}
+            try:
+                job.data["jobset"] = self.s.store.create(JOBSETS, job.namespace, body)
+            except ApiError:
+                job.data["jobset"] = self.s.store.find(JOBSETS, job.namespace, job.name)
+        return job.data.get("jobset")
+
+    def tick(self, job: "Tracked") -> None:
+        if job.finished is not None:
+            return
+        if self._suspension(job):
+            return self.s.write_job(job)
+        jobset = self._jobset(job)
+        spec = job.obj.get("spec") or {}
+        deadline = spec.get("activeDeadlineSeconds")
+        started = job.data.get("resumed_at", job.created_wall)
+        if deadline and time.time() - started >= deadline:
+            self._delete_jobset(job)
+            return self.finish(job, "Failed", "DeadlineExceeded", "TrainJob exceeded its active deadline", None)
+        pods = job.pods
+        restarts = sum(b.restarts for p in pods for b in p.boxes) + sum(p.phase == "Failed" for p in pods)
+        if restarts > 6:  # the batch default backoffLimit: the runtime sets none
+            self.delete_pods(job, "Running")
+            return self.finish(job, "Failed", "FailedJobs", "jobset failed due to one or more job failures", None)
+        nodes = int((spec.get("trainer") or {}).get("numNodes", 1))
+        if sum(p.phase == "Succeeded" for p in pods) >= nodes:
+            return self.finish(job, "Complete", "AllJobsCompleted", "jobset completed successfully", None)
+        existing = {p.index for p in self.live(job)}
+        for index in range(nodes):
+            if index not in existing and jobset is not None:
+                self._pod(job, jobset, index, nodes)
+        self.s.write_job(job)
+
+    def _suspension(self, job: "Tracked") -> bool:
+        if self.suspended(job):
+            if not is_true(job, "Suspended"):
+                self._delete_jobset(job)
+                set_condition(job, condition("Suspended", "True", "Suspended", "TrainJob is suspended"))
+            return True
+        if is_true(job, "Suspended"):
+            set_condition(job, condition("Suspended", "False", "Resumed", "TrainJob is resumed"))
+            job.data["resumed_at"] = time.time()
+            job.data.pop("jobset_deleted", None)
+        return False
+
+    def _delete_jobset(self, job: "Tracked") -> None:
+        if job.data.get("jobset") is not None:
+            try:
+                self.s.store.delete(JOBSETS, job.namespace, job.name, "Background")
+            except ApiError:
+                pass
+        job.data["jobset"], job.data["jobset_deleted"] = None, True
+
+    def _pod(self, job: "Tracked", jobset: dict, index: int, nodes: int) -> None:
+        spec = job.obj.get("spec") or {}
+        trainer = spec.get("trainer") or {}
+        patch = self._patched_pod(spec)
+        container = {"name": "node", "image": trainer.get("image", "pytorch/pytorch"),
+                     **{k: trainer[k] for k in ("command", "args", "env") if k in trainer}}
+        if trainer.get("resourcesPerNode"):
+            container["resources"] = trainer["resourcesPerNode"]
+        node_patch = next((c for c in (patch.get("spec") or {}).get("containers") or [] if c.get("name") == "node"), {})
+        container.update({k: v for k, v in node_patch.items() if k not in ("name", "env")})
+        pod_spec = {**(patch.get("spec") or {}), "containers": [container]}
+        template = {"metadata": patch.get("metadata") or {}, "spec": pod_spec}
+        if "port" not in job.data:
+            job.data["port"] = self.s.free_port()
+        resources = (trainer.get("resourcesPerNode") or {}).get("limits") or {}
+        nproc = trainer.get("numProcPerNode") or ("auto" if resources.get("nvidia.com/gpu") else
+                                                   max(1, int(float(str(resources.get("cpu", 1)).rstrip("m")) or 1)))
+        env = {"PET_NNODES": str(nodes), "PET_NPROC_PER_NODE": str(nproc), "PET_NODE_RANK": str(index),
+                "PET_MASTER_ADDR": self.s.host, "PET_MASTER_PORT": str(job.data["port"]),
+                "JOB_COMPLETION_INDEX": str(index)}
+        labels = {"jobset.sigs.k8s.io/jobset-name": job.name, "jobset.sigs.k8s.io/replicatedjob-name": "node",
+                  "jobset.sigs.k8s.io/job-index": "0", "batch.kubernetes.io/job-completion-index": str(index),
+                  "batch.kubernetes.io/job-name": f"{job.name}-node-0",
+                  "trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}
+        owner = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": job.name,
+                 "uid": jobset["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}
+        self.s.create_pod(job, "node", index, template, env, "OnFailure",
+                          f"{job.name}-node-0-{index}-{self.s.suffix()}", labels, owner)
+
+    def _patched_pod(self, spec: dict) -> dict[str, Any]:
+        """The node pod template the runtime patches give (Trainer ≥ 2.2: ``runtimePatches``)."""
+        pod: dict[str, Any] = {}
+        for patch in spec.get("runtimePatches") or []:
+            for replicated in ((patch.get("trainingRuntimeSpec") or {}).get("template") or {}).get("spec", {}).get("replicatedJobs") or []:
+                if replicated.get("name") == "node":
+                    template = ((replicated.get("template") or {}).get("spec") or {}).get("template") or {}
+                    pod = _merge(pod, template)
+        return pod
+
+
+def _merge(base: Any, patch: Any) -> Any:
+    """A strategic-merge-like patch: maps merge, lists of named items merge by name, others replace."""
+    if isinstance(base, dict) and isinstance(patch, dict):
+        return {**base, **{k: _merge(base.get(k), v) for k, v in patch.items()}}
+    if isinstance(base, list) and isinstance(patch, list) and all(isinstance(x, dict) and "name" in x for x in base + patch):
+        merged = {x["name"]: x for x in base}
+        for item in patch:
+            merged[item["name"]] = _merge(merged.get(item["name"]), item)
+        return list(merged.values())
+    return patch

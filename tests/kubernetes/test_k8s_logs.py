@@ -1,0 +1,103 @@
+"""Logs on Kubernetes (review finding MED-7): every container's log streamed from its start, so that
+the kubelet's rotation, deletions and restarts lose nothing; a log that cannot be read is a warning
+on the run, never its outcome; a replica's later pod does not overwrite an earlier one's log."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from k8s_cluster import Cluster
+
+
+def spec(code: str, kind: str = "PyTorchJob", workers: int = 1, extra: str = "", metrics: str = "[{name: v}]") -> str:
+    return textwrap.dedent(f"""
+        name: logs
+        job:
+          kind: {kind}
+          workers: {workers}
+          command: [python, -c, "{code}"]
+          {extra}
+        backend: {{kind: kubernetes, unschedulable_grace: 30s}}
+        metrics: {metrics}
+        timeout: 60s
+        """)
+
+
+def output_of(cluster: Cluster, run, experiment: str = "exp-1") -> Path:
+    return cluster.home / "experiments" / experiment / run.run_id / "output"
+
+
+LONG = ("import kubebench; print('FIRST LINE', flush=True); "
+        "[print('line', i, 'x' * 100, flush=i % 100 == 0) for i in range(3000)]; kubebench.report(v=1)")
+
+
+def test_a_log_longer_than_the_kubelets_rotation_is_kept_whole(cluster: Cluster, run_spec) -> None:
+    cluster.api.log_rotate_bytes = 64 * 1024  # the kubelet keeps only the current 64 KiB file
+    (run,) = run_spec(spec(LONG)).runs
+    assert run.status == "succeeded", run.reason
+    log = (output_of(cluster, run) / "master-0.log").read_text()
+    assert log.startswith("FIRST LINE\n") and log.count("\nline ") == 3000 and len(log) > 300_000
+
+
+def test_the_replicas_own_container_is_its_log_and_every_other_container_is_kept(cluster: Cluster, run_spec) -> None:
+    # a service mesh's webhook puts its proxy first in every pod, as Linkerd does
+    cluster.operator.inject_sidecar = {"name": "linkerd-proxy", "image": "linkerd/proxy:2",
+                                       "command": ["python", "-c", "print('proxy up')"]}
+    (run,) = run_spec(spec("import kubebench; print('training'); kubebench.report(v=1)")).runs
+    assert run.status == "succeeded", run.reason
+    output = output_of(cluster, run)
+    assert (output / "master-0.log").read_text() == "training\nKUBEBENCH_METRIC v=1.0\n"
+    (proxy,) = (output / "pods").glob("*.linkerd-proxy.0.log")
+    assert proxy.read_text() == "proxy up\n"
+
+
+def test_a_log_that_cannot_be_read_is_a_warning_not_the_runs_outcome(cluster: Cluster, run_spec) -> None:
+    cluster.api.allow(*_everything_but_logs())  # RBAC without pods/log
+    (run,) = run_spec(spec("print('done')", metrics="[]")).runs
+    assert run.status == "succeeded", run.reason
+    assert "could not read the log of kb-" in run.info["log_warning"] and "HTTP 403" in run.info["log_warning"]
+
+
+def _everything_but_logs() -> list[tuple[str, str, str]]:
+    verbs = ("get", "list", "watch", "create", "delete")
+    resources = [("kubeflow.org", "pytorchjobs"), ("", "pods"), ("", "events"), ("", "nodes")]
+    return [(v, g, r) for v in verbs for g, r in resources]
+
+
+def test_a_replicas_later_pod_gets_its_name_and_the_earlier_ones_are_kept(cluster: Cluster, run_spec,
+                                                                          tmp_path: Path) -> None:
+    template = tmp_path / "job.yaml.j2"
+    marker = tmp_path / "once"
+    template.write_text(textwrap.dedent(f"""
+        apiVersion: batch/v1
+        kind: Job
+        metadata: {{name: "{{{{ kubebench.name }}}}"}}
+        spec:
+          backoffLimit: 1
+          completionMode: Indexed
+          completions: 1
+          template:
+            spec:
+              restartPolicy: Never
+              containers:
+                - name: main
+                  image: python:3.11-slim
+                  command: [python, -c, "import os, sys, kubebench; first = not os.path.exists('{marker}'); open('{marker}', 'a').close(); print('first pod' if first else 'second pod'); first and sys.exit(2); kubebench.report(v=1)"]
+        """).lstrip())
+    text = "name: logs\njob: {template: job.yaml.j2}\nbackend: {kind: kubernetes}\nmetrics: [{name: v}]\ntimeout: 60s\n"
+    (run,) = run_spec(text).runs
+    assert run.status == "succeeded", run.reason
+    output = output_of(cluster, run)
+    assert (output / "worker-0.log").read_text().startswith("second pod")
+    (earlier,) = (output / "pods").glob("*.main.0.log")
+    assert earlier.read_text() == "first pod\n"
+
+
+@pytest.mark.parametrize("kind", ["TrainJob"])
+def test_the_failed_instance_of_a_restarted_container_is_the_replicas_log(cluster: Cluster, run_spec, kind: str) -> None:
+    code = "import os, sys; print('node', os.environ['PET_NODE_RANK'], 'failing on purpose', flush=True); sys.exit(3)"
+    (run,) = run_spec(spec(code, kind=kind)).runs
+    assert (run.status, run.exit_code) == ("failed", 3)
+    assert "failing on purpose" in (output_of(cluster, run) / "node-0.log").read_text()
