@@ -150,24 +150,37 @@ def pareto(points: Sequence[tuple]) -> list[tuple]:
     return sorted(front, key=lambda p: p[0])
 
 
-def capacity_html(spec: dict, runs: Sequence[RunRecord]) -> str:
-    """The capacity search's answer per server setting, as an HTML table (empty without a search)."""
-    if not spec.get("search"):
-        return ""
+def capacity_rows(spec: dict, runs: Sequence[RunRecord]) -> tuple[str, list[dict]]:
+    """The search's question (``highest rate with ttft_p99 ≤ 1``) and its answer per server setting;
+    empty without a search."""
+    if not isinstance(spec.get("search"), dict):
+        return "", []
     from ..serving.driver import answers, points_of
     from ..spec.model import CapacitySearch
 
-    search = CapacitySearch.model_validate(spec["search"])
-    rows = []
-    for answer in answers(search, points_of(search, runs), runs):
-        ci = f"{answer.ci[0]:.4g} … {answer.ci[1]:.4g}" if answer.ci else "–"
-        rows.append([_setting(answer.point, None), answer.status, _num(answer.meets), _num(answer.fails),
-                     _num(answer.estimate), ci, str(answer.probes), str(answer.runs)])
-    bounds = ", ".join(f"{k} ≤ {v:g}" for k, v in search.slo.items())
-    head = ["setting", "status", f"meets at {search.parameter}", "fails at", "estimate", "95% interval", "probes",
-            "runs"]
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
-    return (f"<h3>capacity: highest {html.escape(search.parameter)} with {html.escape(bounds)}</h3><table><thead><tr>"
+    try:
+        search = CapacitySearch.model_validate(spec["search"])
+    except ValueError:
+        return "", []
+    question = f"highest {search.parameter} with " + ", ".join(f"{k} ≤ {v:g}" for k, v in search.slo.items())
+    rows = [{"setting": _setting(a.point, None), "status": a.status, "meets": a.meets, "fails": a.fails,
+             "estimate": a.estimate, "ci": list(a.ci) if a.ci else None, "probes": a.probes, "runs": a.runs}
+            for a in answers(search, points_of(search, runs), runs)]
+    return question, rows
+
+
+def capacity_html(spec: dict, runs: Sequence[RunRecord]) -> str:
+    """The capacity search's answer per server setting, as an HTML table (empty without a search)."""
+    question, rows = capacity_rows(spec, runs)
+    if not question:
+        return ""
+    parameter = spec["search"]["parameter"]
+    head = ["setting", "status", f"meets at {parameter}", "fails at", "estimate", "95% interval", "probes", "runs"]
+    cells = [[r["setting"], r["status"], _num(r["meets"]), _num(r["fails"]), _num(r["estimate"]),
+              f"{r['ci'][0]:.4g} … {r['ci'][1]:.4g}" if r["ci"] else "–", str(r["probes"]), str(r["runs"])]
+             for r in rows]
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in cells)
+    return (f"<h3>capacity: {html.escape(question)}</h3><table><thead><tr>"
             + "".join(f"<th>{html.escape(h)}</th>" for h in head) + f"</tr></thead><tbody>{body}</tbody></table>")
 
 
@@ -186,3 +199,15 @@ def serving_parts(record: ExperimentRecord, runs: Sequence[RunRecord]) -> tuple[
     if load:
         figures = [latency_vs_load(runs, load, slo_bounds(spec)), goodput_vs_load(runs, load), *figures]
     return tables, figures
+
+
+def serving_view(record: ExperimentRecord, runs: Sequence[RunRecord]) -> dict:
+    """The dashboard's serving part: the capacity answer and the figures as Plotly JSON (empty lists
+    for an experiment that is not a serving one)."""
+    import json
+
+    if not is_serving(runs):
+        return {"question": "", "capacity": [], "figures": []}
+    question, rows = capacity_rows(spec_of(record), runs)
+    _, figures = serving_parts(record, runs)
+    return {"question": question, "capacity": rows, "figures": [json.loads(f.to_json()) for f in figures]}
