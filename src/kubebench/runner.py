@@ -134,6 +134,7 @@ def _execute(experiment: Experiment, store: Store, progress: Progress, width: in
     run_all(todo)
     if experiment.adaptive is not None:
         _adaptive_rounds(experiment, store, record, progress, run_all)
+    spec = experiment.loaded.spec
     if spec.search is not None:
         from .serving.driver import search_rounds
 
