@@ -134,3 +134,24 @@ def test_without_gpus_no_energy_is_reported(server: FakeLLMServer, tmp_path: Pat
     code = llm_load.main(["--endpoint", server.url, "--rate", "20", "--requests", "4", "--output-tokens", "2",
                           "--max-lag", "10", "--records", str(tmp_path / "r.jsonl")])
     assert code == 0 and "energy_joules" not in capsys.readouterr().out
+
+
+def test_without_usage_tokens_are_counted_from_the_chunks() -> None:
+    with FakeLLMServer(ttft=0.01, tpot=0.001, usage=False) as quiet:
+        data, _, _ = run(["--endpoint", quiet.url, "--model", "m", "--concurrency", "2", "--requests", "4",
+                          "--output-tokens", "6", "--input-tokens", "3"])
+    assert all(r.ok and r.tokens_from == "chunks" and r.output_tokens == 6 and r.input_tokens == 3
+               for r in data.records)
+
+
+def test_prompts_from_a_sharegpt_file(server: FakeLLMServer, tmp_path: Path) -> None:
+    import json
+
+    rows = [{"conversations": [{"from": "human", "value": "how are you today"}, {"from": "gpt", "value": "fine thanks"}]},
+            {"conversations": [{"from": "human", "value": "   "}, {"from": "gpt", "value": "skipped: empty prompt"}]},
+            {"prompt": "one two three four five", "output_tokens": 3}]
+    dataset = tmp_path / "sharegpt.jsonl"
+    dataset.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    data, _, _ = run(["--endpoint", server.url, "--rate", "50", "--requests", "6", "--dataset", str(dataset)])
+    pairs = sorted({(r.input_tokens, r.output_tokens) for r in data.records})
+    assert pairs == [(4, 2), (5, 3)] and len(data.records) == 6

@@ -24,8 +24,8 @@ MODEL = "fake-llm"
 class FakeLLM:
     """The server's behaviour and counters (shared with its /metrics)."""
 
-    def __init__(self, ttft: float, tpot: float, slots: int, fail_every: int = 0) -> None:
-        self.ttft, self.tpot, self.fail_every = ttft, tpot, fail_every
+    def __init__(self, ttft: float, tpot: float, slots: int, fail_every: int = 0, usage: bool = True) -> None:
+        self.ttft, self.tpot, self.fail_every, self.usage = ttft, tpot, fail_every, usage
         self.slots = asyncio.Semaphore(slots) if slots > 0 else None
         self.requests = 0
         self.running = 0
@@ -37,7 +37,7 @@ class FakeLLM:
         if self.fail_every and self.requests % self.fail_every == 0:
             return web.json_response({"error": {"message": "injected failure"}}, status=503)
         chat = request.path.endswith("/chat/completions")
-        n = int(body.get("max_tokens") or 16)
+        n = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
         prompt = body.get("prompt") if not chat else body["messages"][-1]["content"]
         prompt_tokens = len(prompt) if isinstance(prompt, list) else len(str(prompt).split())
         if self.slots is not None:
@@ -59,8 +59,9 @@ class FakeLLM:
                 if delay > 0:
                     await asyncio.sleep(delay)
                 await response.write(_event(_chunk(chat, f" t{k}")))
-            usage = {"prompt_tokens": prompt_tokens, "completion_tokens": n, "total_tokens": prompt_tokens + n}
-            await response.write(_event({"id": "x", "object": "chunk", "choices": [], "usage": usage}))
+            if self.usage:  # a server that does not count (or ignores include_usage) sends none
+                usage = {"prompt_tokens": prompt_tokens, "completion_tokens": n, "total_tokens": prompt_tokens + n}
+                await response.write(_event({"id": "x", "object": "chunk", "choices": [], "usage": usage}))
             await response.write(b"data: [DONE]\n\n")
         finally:
             self.running -= 1
@@ -147,9 +148,10 @@ class AppThread:
 class FakeLLMServer(AppThread):
     """The fake server on a free loopback port, in a thread of this process."""
 
-    def __init__(self, ttft: float = 0.05, tpot: float = 0.01, slots: int = 0, fail_every: int = 0) -> None:
+    def __init__(self, ttft: float = 0.05, tpot: float = 0.01, slots: int = 0, fail_every: int = 0,
+                 usage: bool = True) -> None:
         super().__init__(self._make)
-        self.args = (ttft, tpot, slots, fail_every)
+        self.args = (ttft, tpot, slots, fail_every, usage)
 
     def _make(self) -> web.Application:
         self.llm = FakeLLM(*self.args)
