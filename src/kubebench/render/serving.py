@@ -62,66 +62,71 @@ def server_url(name: str, port: int, api_path: str) -> str:
     return f"http://{name}:{port}{api_path}"
 
 
+ROLE = "kubebench.io/role"
+
+
 def kubernetes_objects(manifest: dict[str, Any]) -> list[dict[str, Any]]:
     """The Deployment, Service and load-generator Job of a Serving manifest, in creation order.
 
-    Every object carries the manifest's labels; the server's pods are selected by the run label, and
-    the load generator's pods get ``KUBEBENCH_SERVER_URL`` pointing at the Service. The Job runs
-    ``load.replicas`` pods (Indexed: each knows its index from ``JOB_COMPLETION_INDEX``), never
-    retried (``backoffLimit: 0``), with the run's deadline; the Deployment restarts a crashed server,
-    so its readiness probe, not its restarts, gates the load (``restartPolicy: Always`` is the only
-    policy a Deployment accepts).
+    Every object carries the manifest's labels and namespace; the server's pods are selected by the
+    run label, and the load generator's pods get ``KUBEBENCH_SERVER_URL`` pointing at the Service.
+    The Job runs ``load.replicas`` pods (Indexed: each knows its index from ``JOB_COMPLETION_INDEX``),
+    never retried (``backoffLimit: 0``), with the run's deadline; the Deployment restarts a crashed
+    server, so its readiness probe, not its restarts, gates the load (``restartPolicy: Always`` is
+    the only policy a Deployment accepts).
     """
     if manifest.get("kind") != "Serving":
         raise SpecError(f"not a Serving manifest: kind {manifest.get('kind')!r}")
     meta, spec = manifest.get("metadata") or {}, manifest.get("spec") or {}
     name, labels = str(meta["name"]), dict(meta.get("labels") or {})
     namespace = {"namespace": meta["namespace"]} if meta.get("namespace") else {}
-    server, load = spec["server"], spec["load"]
+    server = spec["server"]
     selector = {k: v for k, v in labels.items() if k.endswith("/run")} or {"app.kubernetes.io/name": name}
+    selector[ROLE] = SERVER
     service_name = f"{name}-server"[:63]
-    server_pod = copy.deepcopy(server["template"])
-    server_pod.setdefault("metadata", {}).setdefault("labels", {}).update({**labels, "kubebench.io/role": SERVER})
-    pod_spec = server_pod.setdefault("spec", {})
-    pod_spec["restartPolicy"] = "Always"
-    for container in pod_spec.get("containers", [])[:1]:
-        container["readinessProbe"] = {
-            "httpGet": {"path": server["readinessPath"], "port": int(server["port"])},
-            "periodSeconds": 2, "failureThreshold": 3,
-        }
-        container["startupProbe"] = {
-            "httpGet": {"path": server["readinessPath"], "port": int(server["port"])},
-            "periodSeconds": 5, "failureThreshold": max(1, int(float(server["startupTimeoutSeconds"]) // 5)),
-        }
-    deployment = {
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": service_name, **namespace, "labels": {**labels, "kubebench.io/role": SERVER}},
-        "spec": {"replicas": int(server["replicas"]),
-                 "selector": {"matchLabels": {**selector, "kubebench.io/role": SERVER}},
-                 "template": server_pod},
-    }
-    service = {
-        "apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": service_name, **namespace, "labels": {**labels, "kubebench.io/role": SERVER}},
-        "spec": {"selector": {**selector, "kubebench.io/role": SERVER},
-                 "ports": [{"name": "http", "port": int(server["port"]), "targetPort": int(server["port"])}]},
-    }
-    load_pod = copy.deepcopy(load["template"])
-    load_pod.setdefault("metadata", {}).setdefault("labels", {}).update({**labels, "kubebench.io/role": LOAD})
-    load_pod.setdefault("spec", {})["restartPolicy"] = "Never"
-    url = server_url(service_name, int(server["port"]), server.get("apiPath", "/v1"))
-    for container in load_pod["spec"].get("containers", []):
+
+    def metadata(object_name: str, role: str) -> dict[str, Any]:
+        return {"name": object_name, **namespace, "labels": {**labels, ROLE: role}}
+
+    port = int(server["port"])
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": metadata(service_name, SERVER),
+                  "spec": {"replicas": int(server["replicas"]), "selector": {"matchLabels": selector},
+                           "template": _server_pod(server, labels)}}
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": metadata(service_name, SERVER),
+               "spec": {"selector": selector, "ports": [{"name": "http", "port": port, "targetPort": port}]}}
+    url = server_url(service_name, port, server.get("apiPath", "/v1"))
+    load = spec["load"]
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata(name, LOAD),
+           "spec": {"completionMode": "Indexed", "completions": int(load["replicas"]),
+                    "parallelism": int(load["replicas"]), "backoffLimit": 0,
+                    "activeDeadlineSeconds": int(spec.get("activeDeadlineSeconds") or 3600),
+                    "template": _load_pod(load, labels, url)}}
+    return [deployment, service, job]
+
+
+def _server_pod(server: dict[str, Any], labels: dict[str, str]) -> dict[str, Any]:
+    """The server's pod template: restarted when it crashes, probed on its readiness path."""
+    pod = copy.deepcopy(server["template"])
+    pod.setdefault("metadata", {}).setdefault("labels", {}).update({**labels, ROLE: SERVER})
+    spec = pod.setdefault("spec", {})
+    spec["restartPolicy"] = "Always"
+    probe = {"path": server["readinessPath"], "port": int(server["port"])}
+    for container in spec.get("containers", [])[:1]:
+        container["readinessProbe"] = {"httpGet": dict(probe), "periodSeconds": 2, "failureThreshold": 3}
+        container["startupProbe"] = {"httpGet": dict(probe), "periodSeconds": 5,
+                                     "failureThreshold": max(1, int(float(server["startupTimeoutSeconds"]) // 5))}
+    return pod
+
+
+def _load_pod(load: dict[str, Any], labels: dict[str, str], url: str) -> dict[str, Any]:
+    """The load generator's pod template, told the Service's URL."""
+    pod = copy.deepcopy(load["template"])
+    pod.setdefault("metadata", {}).setdefault("labels", {}).update({**labels, ROLE: LOAD})
+    pod.setdefault("spec", {})["restartPolicy"] = "Never"
+    for container in pod["spec"].get("containers", []):
         container["env"] = [e for e in container.get("env") or [] if e.get("name") != URL_VAR] + [
             {"name": URL_VAR, "value": url}]
-    job = {
-        "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": name, **namespace, "labels": {**labels, "kubebench.io/role": LOAD}},
-        "spec": {"completionMode": "Indexed", "completions": int(load["replicas"]),
-                 "parallelism": int(load["replicas"]), "backoffLimit": 0,
-                 "activeDeadlineSeconds": int(spec.get("activeDeadlineSeconds") or 3600),
-                 "template": load_pod},
-    }
-    return [deployment, service, job]
+    return pod
 
 
 def expand_vars(argv: tuple[str, ...], env: dict[str, str]) -> tuple[str, ...]:
