@@ -95,8 +95,8 @@ def write(tmp_path: Path):
 
 
 @pytest.fixture(scope="session")
-def browser():
-    """Headless Debian Chromium driven by Playwright (required in CI, skipped elsewhere if absent)."""
+def chromium() -> str:
+    """Debian's Chromium (required in CI, skipped elsewhere if absent)."""
     import shutil
 
     executable = os.environ.get("KUBEBENCH_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
@@ -104,13 +104,28 @@ def browser():
         if os.environ.get("CI"):
             pytest.fail("chromium is not installed (the Makefile's setup installs Debian's chromium)")
         pytest.skip("chromium is not installed")
+    return executable
+
+
+@pytest.fixture(scope="session")
+def playwright():
+    """The one Playwright of the session (a second sync Playwright cannot start beside it)."""
     sync_api = pytest.importorskip("playwright.sync_api")
-    flags = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-             "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=executable, headless=True, args=flags)
-        yield browser
-        browser.close()
+    with sync_api.sync_playwright() as started:
+        yield started
+
+
+#: Chromium flags of every browser the tests start.
+CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
+
+
+@pytest.fixture(scope="session")
+def browser(playwright, chromium: str):
+    """Headless Debian Chromium driven by Playwright."""
+    browser = playwright.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_FLAGS)
+    yield browser
+    browser.close()
 
 
 @pytest.fixture

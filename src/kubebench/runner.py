@@ -21,7 +21,7 @@ from .locks import ExperimentLock
 from .plan.adaptive import next_round
 from .plan.plan import Plan, Run, make_plan, new_experiment_id
 from .render.job import job_fingerprint
-from .render.sandbox import time_budget
+from .render.budget import time_budget
 from .settings import Settings
 from .storage.runs import shared_storage
 from .spec.model import AdaptiveRepeats, LoadedSpec

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from k8s_cluster import Cluster
 from k8s_emulator import ApiError, Faults
+from support.timing import wait_for
 
 QUICK = """
 name: k8s-quick
@@ -46,8 +47,9 @@ def test_pytorchjob_succeeds_with_logs_per_replica_and_is_deleted(cluster: Clust
     assert (output / "master-0.log").read_text().startswith("rank 0")
     assert (output / "worker-0.log").read_text().startswith("rank 1")
     assert jobs_left(cluster) == []
-    assert cluster.api.store.list(("", "v1", "pods"), cluster.namespace)[0] == []
-
+    # Background propagation: the garbage collector deletes the pods after the job, a moment later
+    wait_for(lambda: cluster.api.store.list(("", "v1", "pods"), cluster.namespace)[0] == [], 30,
+             "the job's pods to be garbage collected")
 
 
 def test_a_failing_replica_fails_the_run_with_its_exit_code_and_log(cluster: Cluster, run_spec) -> None:

@@ -96,6 +96,6 @@ def test_the_serve_app_answers_metrics(run_spec, SPEC: str) -> None:
     from kubebench.web.app import make_app
 
     store, _ = run_spec(SPEC)
-    response = TestClient(make_app(store), base_url="http://127.0.0.1").get("/metrics/")
+    response = TestClient(make_app(store), base_url="http://127.0.0.1").get("/metrics")
     assert response.status_code == 200
     assert 'kubebench_runs{experiment="exp",name="spin",state="succeeded"} 1.0' in response.text

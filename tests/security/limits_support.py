@@ -53,7 +53,7 @@ def dashboard(home: Path):
 
     config = make_settings(home=home, store=f"sqlite:///{home / 'kubebench.db'}", storage=str(home / "experiments"))
     home.mkdir(parents=True, exist_ok=True)
-    return TestClient(make_app(open_store(config.store_url), config, token=TOKEN))
+    return TestClient(make_app(open_store(config.store_url), config, token=TOKEN), base_url="http://127.0.0.1")
 
 
 def launch(client, spec: str, params: str | None = None):

@@ -20,7 +20,7 @@ from kubebench.settings import settings as make_settings
 from kubebench.store import schema
 from kubebench.store.store import open_store
 
-from conftest import raw
+from security_support import raw
 
 runner = CliRunner(env={"COLUMNS": "200"})
 

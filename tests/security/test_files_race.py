@@ -21,7 +21,7 @@ from kubebench.settings import settings as make_settings
 from kubebench.store.store import open_store
 from kubebench.web.app import make_app
 
-from conftest import TINY
+from security_support import TINY
 from web_support import WEB_TOKEN, run_spec, serving
 
 SECRET = "SECRET-OUTSIDE-THE-RUN"

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -24,10 +23,10 @@ from kubebench.settings import settings as make_settings
 from kubebench.store.store import open_store
 from kubebench.web.app import make_app
 
-from conftest import TINY, raw
+from security_support import TINY, raw
 from web_support import WEB_TOKEN, free_port, run_spec, serving
 
-READ_ROUTES = ["/", "/launch", "/compare", "/api/experiments", "/api/config", "/metrics/", "/docs", "/redoc",
+READ_ROUTES = ["/", "/launch", "/compare", "/api/experiments", "/api/config", "/metrics", "/docs", "/redoc",
                "/openapi.json", "/experiments/hosts-1", "/api/experiments/hosts-1"]
 
 
@@ -84,31 +83,22 @@ def test_every_answer_forbids_framing_and_pages_carry_a_csp(served) -> None:
             assert "sandbox" in policy or "default-src 'none'" in policy, (route, policy)
 
 
-def _chromium() -> str:
-    found = os.environ.get("KUBEBENCH_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-    if not found:
-        pytest.skip("chromium is not installed")
-    return found
-
-
-def test_a_rebinding_page_reads_nothing(served) -> None:
+def test_a_rebinding_page_reads_nothing(served, playwright, chromium: str) -> None:
     """A page of ``rebind.test`` whose name now resolves to 127.0.0.1, as after DNS rebinding."""
-    sync_api = pytest.importorskip("playwright.sync_api")
     url, _ = served
     port = url.rsplit(":", 1)[1]
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=_chromium(), headless=True, args=[
-            "--no-sandbox", "--disable-gpu", "--host-resolver-rules=MAP rebind.test 127.0.0.1"])
-        try:
-            page = browser.new_page()
-            answer = page.goto(f"http://rebind.test:{port}/launch")
-            assert answer.status == 400
-            read = page.evaluate("""async () => {
-                const list = await fetch('/api/experiments'); const one = await fetch('/api/experiments/hosts-1');
-                return [list.status, one.status, await one.text()];
-            }""")
-        finally:
-            browser.close()
+    browser = playwright.chromium.launch(executable_path=chromium, headless=True, args=[
+        "--no-sandbox", "--disable-gpu", "--host-resolver-rules=MAP rebind.test 127.0.0.1"])
+    try:
+        page = browser.new_page()
+        answer = page.goto(f"http://rebind.test:{port}/launch")
+        assert answer.status == 400
+        read = page.evaluate("""async () => {
+            const list = await fetch('/api/experiments'); const one = await fetch('/api/experiments/hosts-1');
+            return [list.status, one.status, await one.text()];
+        }""")
+    finally:
+        browser.close()
     assert read[:2] == [400, 400] and "hosts-1" not in read[2]
 
 

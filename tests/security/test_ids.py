@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from kubebench.cli import app
 from kubebench.plan.plan import new_experiment_id
 
-from conftest import raw
+from security_support import raw
 
 runner = CliRunner(env={"COLUMNS": "200"})
 #: The grammar, written out here too: the test pins it (a Kubernetes label value, lowercase, no '_').

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 
-from kubebench.plan.plan import make_plan
-from kubebench.spec.model import BenchmarkSpec
-from kubebench.store.records import ExperimentRecord
 from kubebench.store.store import open_store
+
+from store_support import begin_experiment
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -28,22 +26,7 @@ def store(store_url: str):
     opened.engine.dispose()
 
 
-def small_spec(repeats: int = 2) -> BenchmarkSpec:
-    return BenchmarkSpec.model_validate(
-        {"name": "s", "job": {"command": ["true"]}, "parameters": {"bs": [1, 2]}, "repeats": repeats}
-    )
-
-
 @pytest.fixture
 def begin():
     """``begin(store, exp_id, repeats, created_at)``: record an experiment of 2 trials × ``repeats`` runs."""
-    return _begin
-
-
-def _begin(store, exp_id: str = "exp-1", repeats: int = 2, created_at: float | None = None):
-    now = created_at or time.time()
-    plan = make_plan(small_spec(repeats), exp_id, "f1")
-    store.begin_experiment(ExperimentRecord(id=exp_id, name="s", backend="local", source="s.yaml",
-                                            spec_text="name: s", job_fingerprint="f1", created_at=now,
-                                            updated_at=now), plan)
-    return plan
+    return begin_experiment

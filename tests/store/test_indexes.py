@@ -19,14 +19,14 @@ from sqlalchemy import event
 from kubebench.store.records import RunResult
 from kubebench.store.store import Store, open_store
 
-from conftest import _begin
+from store_support import begin_experiment
 
 RUNS = 400  # 2 trials × 200 repeats: enough for ANALYZE to see that one experiment holds them all
 
 
 def _one_big_experiment(url: str, analyze: str) -> tuple[Store, list[str]]:
     store = open_store(url)
-    plan = _begin(store, "big", repeats=RUNS // 2)
+    plan = begin_experiment(store, "big", repeats=RUNS // 2)
     ids = [r.id for r in plan.runs]
     store.finish_runs([RunResult(run_id=i, status="succeeded", metrics={"ips": 1.0}, finished_at=time.time())
                        for i in ids])

@@ -11,6 +11,7 @@ import re
 
 import httpx
 import pytest
+from playwright.sync_api import expect
 
 import ui_home
 from browsing import DESKTOP, PHONE, browsing_page
@@ -97,8 +98,9 @@ def test_dark_theme_follows_the_system(browser, artifacts, ui, ui_url) -> None:
     with browsing_page(browser, artifacts, DESKTOP, "light") as browsing:  # the system switches while open
         page = visit(browsing, ui_url, path, ready)
         page.emulate_media(color_scheme="dark")
-        page.wait_for_function("getComputedStyle(document.querySelector('#plot-dist .main-svg')).backgroundColor"
-                               f" === 'rgb({', '.join(map(str, dark[2]))})'")
+        # an expectation, not wait_for_function: the page's CSP forbids the eval that one needs
+        expect(page.locator("#plot-dist .main-svg").first).to_have_css(
+            "background-color", f"rgb({', '.join(map(str, dark[2]))})")
         assert background(page, "body") == dark[0]
         browsing.assert_clean()
 

@@ -25,6 +25,7 @@ from pydantic import field_validator
 
 from .. import limits
 from ..errors import PostprocessError
+from ..redact import job_environment
 from ..spec.base import PluginConfig, parse_duration
 from .context import RunContext
 from .metrics import METRIC_NAME, parse_metric_lines, to_number
@@ -172,13 +173,16 @@ class CommandPostprocessor:
         log = ctx.output / "postprocess.log"
         try:
             with open(log, "w+b") as out, tempfile.TemporaryFile() as err:
-                done = subprocess.run(argv, cwd=ctx.workdir, env={**os.environ, **ctx.env}, stdout=out, stderr=err,
-                                      timeout=self.config.timeout, stdin=subprocess.DEVNULL)
+                # The job's environment, not the runner's: no dashboard token, no store URL.
+                done = subprocess.run(argv, cwd=ctx.workdir, env={**job_environment(os.environ), **ctx.env}, stdout=out,
+                                      stderr=err, timeout=self.config.timeout, stdin=subprocess.DEVNULL)
                 stdout_end = out.tell()
                 err.seek(0)
                 shutil.copyfileobj(err, out)  # the log: its output, then its errors, as before
-        except (OSError, subprocess.TimeoutExpired) as e:
-            raise PostprocessError(f"command {argv[0]!r}: {getattr(e, 'strerror', None) or e}") from e
+        except subprocess.TimeoutExpired as e:
+            raise PostprocessError(f"command {argv[0]!r} timed out after {self.config.timeout:g} s") from e
+        except OSError as e:
+            raise PostprocessError(f"command {argv[0]!r}: {e.strerror or e}") from e
         if done.returncode != 0:
             tail = [line.strip() for line in _tail_lines(log, 3)]
             raise PostprocessError(f"command {shlex.join(argv)} exited {done.returncode}: {' | '.join(tail)}")

@@ -19,7 +19,7 @@ from typing import Any
 
 from .. import limits
 from ..errors import TemplateError
-from .sandbox import TemplateLimit, out_of_time, spending
+from .budget import TemplateLimit, out_of_time, spending
 
 #: The child: one JSON request per line in, one JSON answer per line out.
 _CHILD = """

@@ -4,8 +4,10 @@ Jinja's sandbox stops templates from reaching Python's internals, but not from a
 gigabytes or hours: ``{{ 9**(9**9) }}`` computes a number of 800 million digits, ``'x' * 1.5e9``
 allocates 1.5 GB, and nested loops run for ever. Here every operator, call and filter that can
 make a value larger than its inputs checks the size of what it would make first (at most
-``limits.TEMPLATE_CHARS`` characters or items, counted through nested lists), and template code
-checks a deadline as it runs (``time_budget``: one budget for all the renders of a plan).
+``limits.TEMPLATE_CHARS`` characters or items, counted through nested lists), and every loop
+iteration, call and operator of template code checks a deadline (``time_budget``: one budget for
+all the renders of a plan). The checks are compiled into the template's code, so they hold under a
+debugger or a coverage tracer too.
 """
 
 from __future__ import annotations
@@ -13,56 +15,21 @@ from __future__ import annotations
 import math
 import re
 import string
-import sys
-import threading
 import time
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from functools import wraps
 from typing import Any
 
-from jinja2 import StrictUndefined
+from jinja2 import StrictUndefined, nodes
 from jinja2.compiler import CodeGenerator
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from .. import limits
-from ..errors import TemplateError
+from .budget import TemplateLimit, _local, out_of_time, spending
 
 #: Bits of an integer a template may make: more digits than Python prints (4,300) anyway.
 MAX_INT_BITS = 16_384
 _PRINTF = re.compile(r"%(?:\([^)]*\))?[#0\- +]*(\*|\d+)?(?:\.(\*|\d+))?")
-_local = threading.local()
-
-
-class TemplateLimit(TemplateError):
-    """A template asked for more than a limit allows (size or time)."""
-
-
-@contextmanager
-def time_budget(seconds: float | None = None) -> Iterator[None]:
-    """Renders inside share one budget of template time (default: ``limits.RENDER_SECONDS``): the
-    time spent in template code, not in what surrounds it. An inner budget never adds time."""
-    seconds = float(limits.RENDER_SECONDS.value() if seconds is None else seconds)
-    outer = getattr(_local, "left", None)
-    _local.left = start = seconds if outer is None else min(outer, seconds)
-    try:
-        yield
-    finally:
-        _local.left = None if outer is None else outer - (start - _local.left)
-
-
-@contextmanager
-def spending() -> Iterator[float]:
-    """Time spent inside counts against the budget in force (or a budget of its own); yields the
-    deadline (``time.monotonic()``) by which the work must end."""
-    with time_budget():
-        started = time.monotonic()
-        _local.deadline = started + _local.left
-        try:
-            yield _local.deadline
-        finally:
-            _local.deadline = None
-            _local.left -= time.monotonic() - started
 
 
 def render_bounded(template: Any, context: Mapping[str, Any]) -> str:
@@ -71,9 +38,6 @@ def render_bounded(template: Any, context: Mapping[str, Any]) -> str:
     with spending():
         limit = _local.max_chars = limits.TEMPLATE_CHARS.value()  # read once: checks are many
         parts, size = [], 0
-        previous = sys.gettrace()
-        if previous is None:  # a debugger or coverage tracer is left alone (then only sizes are bounded)
-            sys.settrace(_trace_calls)
         try:
             for part in template.generate(context):
                 size += len(part)
@@ -83,33 +47,14 @@ def render_bounded(template: Any, context: Mapping[str, Any]) -> str:
                 _check_time()
                 parts.append(part)
         finally:
-            if previous is None:
-                sys.settrace(None)
             _local.max_chars = None
     return "".join(parts)
-
-
-def _trace_calls(frame: Any, event: str, arg: Any) -> Any:
-    # only the template's own code is traced: its loops are where time goes without any call
-    return _trace_lines if frame.f_code.co_filename == "<template>" else None
-
-
-def _trace_lines(frame: Any, event: str, arg: Any) -> Any:
-    if event == "line":
-        _check_time()
-    return _trace_lines
 
 
 def _check_time() -> None:
     deadline = getattr(_local, "deadline", None)
     if deadline is not None and time.monotonic() > deadline:
         raise out_of_time()
-
-
-def out_of_time() -> TemplateLimit:
-    """The error of a render past its time budget."""
-    return TemplateLimit(f"rendering took longer than {limits.RENDER_SECONDS.value()} s (the limit on the "
-                         f"template time of all the trials of a plan; {limits.RENDER_SECONDS.env} changes it)")
 
 
 def _max_chars() -> int:
@@ -271,7 +216,16 @@ def _bounded_filter(name: str, function: Any) -> Any:
 
 
 class _BoundedCodeGenerator(CodeGenerator):
-    """Template code whose ``~`` (concatenation) checks the size of what it makes."""
+    """Template code whose ``~`` (concatenation) checks the size of what it makes and whose loops
+    check the time budget at every item."""
+
+    def visit_For(self, node: Any, frame: Any) -> None:
+        # ``for x in items`` compiles as ``for x in environment.timed(items)``
+        if not getattr(node, "timed", False):
+            node.iter = nodes.Call(nodes.EnvironmentAttribute("timed"), [node.iter], [], None, None,
+                                   lineno=node.iter.lineno)
+            node.timed = True
+        super().visit_For(node, frame)
 
     def visit_Concat(self, node: Any, frame: Any) -> None:
         self.write("environment.concat_bounded((")
@@ -299,6 +253,7 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
         return super().call_binop(context, operator, left, right)
 
     def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
+        _check_time()
         owner, name = getattr(__obj, "__self__", None), getattr(__obj, "__name__", "a call")
         if isinstance(owner, (str, bytes)) and args and name == "join":  # sep.join(items)
             return _checked_call(name, lambda items, sep: __self._call(__context, __obj, items),
@@ -325,6 +280,13 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
             return _check(wrapped(*args, **kwargs), "the formatted text")
 
         return checked
+
+    @staticmethod
+    def timed(items: Any) -> Iterator[Any]:
+        """The items of a template loop, each after a check of the time budget."""
+        for item in items:
+            _check_time()
+            yield item
 
     @staticmethod
     def concat_bounded(parts: tuple) -> str:

@@ -1,0 +1,33 @@
+"""What several security tests share: a tiny spec and a request sent exactly as written."""
+
+from __future__ import annotations
+
+TINY = """\
+name: tiny
+job:
+  command: [python, -c, "import kubebench; kubebench.report(v={{ n }})"]
+parameters:
+  n: [1, 2]
+telemetry: {enabled: false}
+metrics: [{name: v}]
+"""
+
+
+def raw(url: str, method: str, path: str, token: str | None = None,
+        headers: dict[str, str] | None = None) -> tuple[int, bytes]:
+    """A request sent exactly as written (an HTTP client would normalise ``..`` and ``.`` away)."""
+    import http.client
+
+    host, port = url.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    try:
+        conn.putrequest(method, path, skip_host="Host" in (headers or {}))
+        if token:
+            conn.putheader("Authorization", f"Bearer {token}")
+        for key, value in (headers or {}).items():
+            conn.putheader(key, value)
+        conn.endheaders()
+        answer = conn.getresponse()
+        return answer.status, answer.read()
+    finally:
+        conn.close()
