@@ -9,7 +9,14 @@ import pytest
 
 from kubebench.errors import PostprocessError
 from kubebench.serving.metrics import percentile, serving_metrics, tokens_source
-from kubebench.serving.records import RecordsFile, RequestRecord, find_records, merge, read_records, write_records
+from kubebench.serving.records import (
+    RecordsFile,
+    RequestRecord,
+    find_records,
+    merge,
+    read_records,
+    write_records,
+)
 from kubebench.serving.slo import parse_request_slo, seconds
 
 

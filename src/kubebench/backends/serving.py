@@ -22,7 +22,15 @@ from ..errors import BackendError
 from ..redact import job_environment
 from ..render.serving import HOST_VAR, LOAD, PORT_VAR, SERVER, URL_VAR, expand_vars
 from .base import JobStatus
-from .local import LOCALHOST, LocalJob, ReplicaLaunch, _container_env, _local_argv, _main_container, free_port
+from .local import (
+    LOCALHOST,
+    LocalJob,
+    ReplicaLaunch,
+    _container_env,
+    _local_argv,
+    _main_container,
+    free_port,
+)
 from .reasons import exit_code, exit_reason
 
 
