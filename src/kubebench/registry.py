@@ -23,6 +23,12 @@ _BUILTINS: dict[str, dict[str, str]] = {
         "command": "kubebench.collect.postprocess:CommandPostprocessor",
         "python": "kubebench.collect.postprocess:PythonPostprocessor",
         "mllog": "kubebench.collect.mllog:MllogPostprocessor",
+        # serving: merged load-generator records, and other load tools' result files
+        "llm-requests": "kubebench.serving.postprocess:RequestsPostprocessor",
+        "vllm-bench": "kubebench.serving.postprocess:VllmBenchPostprocessor",
+        "guidellm": "kubebench.serving.postprocess:GuidellmPostprocessor",
+        "inference-perf": "kubebench.serving.postprocess:InferencePerfPostprocessor",
+        "aiperf": "kubebench.serving.postprocess:AiperfPostprocessor",
     },
     "reporters": {
         "pushgateway": "kubebench.monitor.pushgateway:PushgatewayReporter",

@@ -90,6 +90,8 @@ class LocalBackend(Backend[LocalJob, LocalConfig]):
 
     def submit(self, job: RenderedJob, paths: RunPaths) -> LocalJob:
         """Start every replica in its own process group, logging to ``output/<type>-<index>.log``."""
+        if job.manifest.get("kind") == "Serving":
+            return self._submit_serving(job, paths)
         launches = plan_launches(job.manifest, Path(paths.config))
         handle = LocalJob(run_folder=str(paths.run), run_id=paths.run_id)
         self._live.add(handle)
@@ -116,8 +118,28 @@ class LocalBackend(Backend[LocalJob, LocalConfig]):
             raise
         return handle
 
+    def _submit_serving(self, job: RenderedJob, paths: RunPaths) -> LocalJob:
+        """``kind: Serving``: servers now, the load generator once they are ready (see :mod:`.serving`)."""
+        from .serving import ServingJob, submit_serving
+
+        handle = ServingJob(run_folder=str(paths.run), run_id=paths.run_id)
+        self._live.add(handle)
+        try:
+            return submit_serving(job.manifest, Path(paths.output), job.workdir, handle)
+        except OSError as e:
+            self.cancel(handle)
+            error = InfrastructureError if e.errno in _INFRASTRUCTURE_ERRNOS else BackendError
+            raise error(f"cannot start the server: {e.strerror or e}") from e
+        except BaseException:
+            self.cancel(handle)
+            raise
+
     def status(self, handle: LocalJob) -> JobStatus:
         """Failed as soon as one replica fails; succeeded when all have exited 0."""
+        from .serving import ServingJob  # here: .serving builds on this module
+
+        if isinstance(handle, ServingJob):  # servers, readiness, then its load generator
+            return handle.status()
         running = False
         for launch, process in handle.processes:
             code = process.poll()

@@ -48,6 +48,12 @@ def experiment_section(record: ExperimentRecord, runs: Sequence[RunRecord], metr
         section.figures.append(figures.scaling_curve(groups, f"scaling efficiency over {workers[0]}", workers[0]))
         section.tables.append(_warnings([w for rest, points in groups
                                          for w in quality.scaling_warnings(points, figures.label(rest))]))
+    # latency vs load, goodput, frontier, capacity (serving runs only)
+    from .serving import serving_parts
+
+    serving_tables, serving_figures = serving_parts(record, runs)
+    section.tables += serving_tables
+    section.figures += serving_figures
     if telemetry:
         from ..monitor.plots import telemetry_figure
 

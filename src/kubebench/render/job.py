@@ -34,7 +34,7 @@ class RenderedJob:
 
 #: Job fields added after the first release: they count in the fingerprint only when set, so that
 #: experiments planned before they existed keep their ids and still resume.
-_LATER_FIELDS = ("node_selector", "tolerations", "mpi_api_version")
+_LATER_FIELDS = ("node_selector", "tolerations", "mpi_api_version", "server")
 
 
 def job_fingerprint(loaded: LoadedSpec) -> str:
@@ -127,6 +127,25 @@ def resolve_shorthand(job: JobSpec, context: dict[str, Any], run: Run) -> kinds.
         node_selector=tuple((k, _text(v)) for k, v in data["node_selector"].items()),
         tolerations=tuple(data["tolerations"]),
         mpi_api_version=data["mpi_api_version"],
+        server=_server_shape(data["server"], trial) if data.get("server") else None,
+    )
+
+
+def _server_shape(data: dict[str, Any], trial: str) -> kinds.serving.ServerShape:
+    """The ``server:`` of a Serving job with its parameters filled in, types checked."""
+    numbers = {}
+    for field in ("replicas", "port"):
+        try:
+            numbers[field] = int(data[field])
+        except ValueError as e:
+            raise SpecError(f"job.server.{field} (trial {trial}): {data[field]!r} is not a whole number") from e
+    if numbers["replicas"] < 1 or not 0 < numbers["port"] < 65536:
+        raise SpecError(f"job.server (trial {trial}): replicas must be at least 1 and port in 1..65535")
+    return kinds.serving.ServerShape(
+        image=data["image"], command=tuple(data["command"]), replicas=numbers["replicas"], port=numbers["port"],
+        readiness=data["readiness"], api_path=data["api_path"], startup_timeout=float(data["startup_timeout"]),
+        env=tuple((k, _text(v)) for k, v in data["env"].items()),
+        resources=tuple((k, _text(v)) for k, v in data["resources"].items()),
     )
 
 

@@ -27,6 +27,7 @@ from typing import Any
 
 from ..errors import SpecError
 from ..rules import replica_rank
+from . import serving
 
 Manifest = dict[str, Any]
 LABEL_PREFIX = "kubebench.io/"
@@ -63,6 +64,8 @@ class JobShape:
     node_selector: tuple[tuple[str, str], ...] = ()
     tolerations: tuple[dict[str, Any], ...] = ()
     mpi_api_version: str = MPI_API_VERSIONS[0]
+    #: ``kind: Serving``: the server; ``workers`` then counts load-generator replicas.
+    server: serving.ServerShape | None = None
 
 
 _REPLICA_FIELDS = {
@@ -73,7 +76,8 @@ _REPLICA_FIELDS = {
     "PaddleJob": "paddleReplicaSpecs",
     "JAXJob": "jaxReplicaSpecs",
 }
-_CONTAINER_NAMES = {"PyTorchJob": "pytorch", "TFJob": "tensorflow", "MPIJob": "mpi", "Job": "main", "Process": "main"}
+_CONTAINER_NAMES = {"PyTorchJob": "pytorch", "TFJob": "tensorflow", "MPIJob": "mpi", "Job": "main", "Process": "main",
+                    "Serving": serving.LOAD}
 
 
 def build_manifest(job: JobShape, name: str, labels: dict[str, str], timeout: float) -> Manifest:
@@ -87,6 +91,7 @@ def build_manifest(job: JobShape, name: str, labels: dict[str, str], timeout: fl
         "MPIJob": _mpijob,
         "TrainJob": _trainjob,
         "Job": _batch_job,
+        "Serving": _serving,
     }
     api_version, kind, spec = builders[job.kind](job, container, deadline)
     metadata = {"name": name, "labels": dict(labels)}
@@ -192,6 +197,13 @@ def _batch_job(job: JobShape, container: dict, deadline: int) -> tuple[str, str,
     return "batch/v1", "Job", spec
 
 
+def _serving(job: JobShape, container: dict, deadline: int) -> tuple[str, str, dict]:
+    if job.server is None:
+        raise SpecError("kind: Serving needs `server:`")
+    spec = serving.serving_spec(job.server, container, job.workers, deadline, lambda c: _pod(c, job))
+    return "kubebench/v1", "Serving", spec
+
+
 def _trainjob_pod(spec: dict[str, Any]) -> dict[str, Any]:
     """The pod template of the trainer's nodes in kubebench's runtime patch (created if missing).
 
@@ -223,6 +235,9 @@ def replica_groups(manifest: Manifest) -> list[ReplicaGroup]:
         return [ReplicaGroup(t.lower(), int(specs[t].get("replicas", 1)), specs[t].get("template") or {}) for t in order]
     if kind == "Process":
         return [ReplicaGroup("worker", int(spec.get("replicas", 1)), spec.get("template") or {})]
+    if kind == "Serving":  # the load generator first: its log holds the run's metrics
+        return [ReplicaGroup(role, int((spec.get(role) or {}).get("replicas", 1)), (spec.get(role) or {}).get("template") or {})
+                for role in (serving.LOAD, serving.SERVER)]
     if kind == "Job":
         count = int(spec.get("completions") or spec.get("parallelism") or 1)
         return [ReplicaGroup("worker", count, spec.get("template") or {})]
@@ -235,7 +250,7 @@ def replica_groups(manifest: Manifest) -> list[ReplicaGroup]:
 
 def supported_kinds() -> list[str]:
     """Manifest kinds kubebench can run."""
-    return sorted({*_REPLICA_FIELDS, "Process", "Job", "TrainJob"})
+    return sorted({*_REPLICA_FIELDS, "Process", "Job", "TrainJob", "Serving"})
 
 
 def pod_templates(manifest: Manifest) -> list[dict[str, Any]]:
@@ -379,7 +394,7 @@ def ensure_deadline(manifest: Manifest, seconds: float) -> Manifest:
     kind, spec = manifest.get("kind"), manifest.setdefault("spec", {})
     if kind in _REPLICA_FIELDS:
         spec.setdefault("runPolicy", {}).setdefault("activeDeadlineSeconds", deadline)
-    elif kind in ("Job", "TrainJob"):
+    elif kind in ("Job", "TrainJob", "Serving"):
         spec.setdefault("activeDeadlineSeconds", deadline)
     return manifest
 

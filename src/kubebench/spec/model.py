@@ -16,7 +16,7 @@ from .base import Model, PluginConfig, parse_duration
 from .telemetry import TelemetryConfig
 from .efficiency import Prices, Reference
 
-JOB_KINDS = ("Process", "PyTorchJob", "TFJob", "MPIJob", "TrainJob", "Job")
+JOB_KINDS = ("Process", "PyTorchJob", "TFJob", "MPIJob", "TrainJob", "Job", "Serving")
 
 Scalar = Union[bool, int, float, str, None]
 ParamValue = Union[Scalar, list[Scalar]]
@@ -30,6 +30,44 @@ def env_name(name: str) -> str:
 
 
 EnvName = Annotated[str, AfterValidator(env_name)]
+
+
+class ServerSpec(Model):
+    """``job.server`` of a ``kind: Serving`` job: the inference server its load generator measures.
+
+    Locally each replica is a process given ``KUBEBENCH_SERVER_PORT`` (a free port; ``$(VAR)`` in its
+    command is expanded as the kubelet does); on Kubernetes a Deployment and a Service on ``port``.
+    The load generator starts once every replica answers ``readiness`` with 200, and gets
+    ``KUBEBENCH_SERVER_URL`` (``http://host:port`` + ``api_path``; several replicas locally: comma-separated).
+    """
+
+    command: list[str] = Field(default_factory=list)
+    image: str = "python:3.11-slim"
+    replicas: Union[int, str] = 1
+    port: Union[int, str] = 8000
+    readiness: str = Field("/health", pattern=r"^/")
+    api_path: str = "/v1"
+    startup_timeout: float = 600.0
+    env: dict[EnvName, Union[str, int, float, bool]] = Field(default_factory=dict)
+    resources: dict[str, Union[str, int, float]] = Field(default_factory=dict)
+
+    @field_validator("command", mode="before")
+    @classmethod
+    def _stringify_command(cls, value: object) -> object:
+        if isinstance(value, list):
+            return [v if isinstance(v, str) else _scalar_text(v) for v in value]
+        return value
+
+    @field_validator("startup_timeout", mode="before")
+    @classmethod
+    def _duration(cls, value: object) -> float:
+        return parse_duration(value)
+
+    @model_validator(mode="after")
+    def _has_command(self) -> "ServerSpec":
+        if not self.command:
+            raise ValueError("give the server's `command` (locally it runs as a process)")
+        return self
 
 
 class JobSpec(Model):
@@ -48,6 +86,8 @@ class JobSpec(Model):
     tolerations: list[dict[str, Union[str, int]]] = Field(default_factory=list)
     #: MPIJob: mpi-operator's ``kubeflow.org/v2beta1``, or the training operator's ``kubeflow.org/v1``.
     mpi_api_version: Literal["kubeflow.org/v2beta1", "kubeflow.org/v1"] = "kubeflow.org/v2beta1"
+    #: ``kind: Serving``: the server (the job's own ``command`` is its load generator).
+    server: ServerSpec | None = None
 
     @field_validator("command", mode="before")
     @classmethod
@@ -72,6 +112,10 @@ class JobSpec(Model):
             raise ValueError("give `command` (the shorthand) or `template` (a .j2 or .jsonnet manifest)")
         if self.template and not self.template.endswith((".j2", ".jinja", ".jinja2", ".jsonnet")):
             raise ValueError(f"template {self.template!r} must end with .j2 / .jinja2 (Jinja2) or .jsonnet")
+        if self.kind == "Serving" and (self.server is None or self.template):
+            raise ValueError("kind: Serving needs `server:` (the inference server) and `command` (its load generator)")
+        if self.server is not None and self.kind not in ("Serving",) and "{{" not in self.kind:
+            raise ValueError(f"`server:` belongs to kind: Serving, not kind: {self.kind}")
         return self
 
 
@@ -134,6 +178,43 @@ Repeats = Annotated[
 ]
 
 
+class CapacitySearch(Model):
+    """``search:``: the highest value of ``parameter`` (a load: rate, concurrency) at which every bound
+    of ``slo`` holds, found by bisection between ``low`` and ``high`` for every point of the sweep.
+
+    Each probe is repeated (``min`` … ``max`` runs) until the confidence interval of each bounded
+    metric's mean lies on one side of its bound; a probe still undecided at ``max`` runs is judged
+    by its means. The search stops when the bracket is narrower than ``resolution`` × its low end.
+    """
+
+    parameter: str = Field(min_length=1)
+    low: float = Field(gt=0)
+    high: float = Field(gt=0)
+    #: Upper bounds on run metrics: ``{ttft_p99: 2s, tpot_p99: 100ms, error_rate: 0.01}``.
+    slo: dict[str, Union[float, str]] = Field(min_length=1)
+    resolution: float = Field(0.05, gt=0, lt=1)
+    scale: Literal["log", "linear"] = "log"
+    integer: bool = False
+    min: int = Field(2, ge=1, le=100)
+    max: int = Field(6, ge=1, le=100)
+    confidence: float = Field(0.95, gt=0.5, lt=1)
+
+    @field_validator("slo")
+    @classmethod
+    def _bounds(cls, slo: dict[str, Union[float, str]]) -> dict[str, float]:
+        from ..serving.slo import seconds
+
+        return {name: float(seconds(value)) for name, value in slo.items()}
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "CapacitySearch":
+        if self.high <= self.low:
+            raise ValueError(f"high ({self.high:g}) must be above low ({self.low:g})")
+        if self.max < self.min:
+            raise ValueError(f"max ({self.max}) must be at least min ({self.min})")
+        return self
+
+
 class BenchmarkSpec(Model):
     """A whole benchmark: job, parameters to sweep, repeats, metrics and where to run."""
 
@@ -175,6 +256,8 @@ class BenchmarkSpec(Model):
     prices: Prices | None = None
     #: Published figures (with their source) that results are reported as a fraction of.
     reference: list[Reference] = Field(default_factory=list)
+    #: Capacity under an SLO: bisection over a load parameter instead of a fixed list of its values.
+    search: CapacitySearch | None = None
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -216,6 +299,16 @@ class BenchmarkSpec(Model):
     def _adaptive_needs_a_metric(self) -> "BenchmarkSpec":
         if isinstance(self.repeats, AdaptiveRepeats) and not self.metrics:
             raise ValueError("adaptive repeats need a metric to converge on: declare `metrics:`")
+        return self
+
+    @model_validator(mode="after")
+    def _search_owns_its_parameter(self) -> "BenchmarkSpec":
+        if self.search is None:
+            return self
+        if self.search.parameter in self.parameters:
+            raise ValueError(f"search.parameter {self.search.parameter!r} is searched: remove it from `parameters`")
+        if isinstance(self.repeats, AdaptiveRepeats):
+            raise ValueError("a search repeats each probe itself (search.min, search.max): give `repeats` no policy")
         return self
 
     @property

@@ -84,6 +84,17 @@ def experiment(request: Request, experiment_id: ExperimentId) -> dict:
     return detail
 
 
+@router.get("/experiments/{experiment_id}/serving", response_model=models.ServingView)
+def serving(request: Request, experiment_id: ExperimentId) -> dict:
+    """A serving experiment's plots (latency and goodput vs load, throughput–interactivity frontier)
+    as Plotly figures, and its capacity answer; empty lists for other experiments."""
+    from ..present.serving import serving_view
+
+    store = _store(request)
+    record = store.experiment(experiment_id)
+    return serving_view(record, store.runs(experiment_id, logs=False))
+
+
 def _progress(request: Request, experiment_id: str) -> dict:
     launcher = _launcher(request)
     record = _store(request).experiment(experiment_id)

@@ -164,3 +164,11 @@ class Comparison(_Open):
     threshold: float = Field(description="relative change below which a difference counts as noise")
     rows: list[ComparisonRow]
     warnings: list[str]
+
+
+class ServingView(BaseModel):
+    """A serving experiment's capacity answer (``search:``) and its plots as Plotly figures."""
+
+    question: str
+    capacity: list[dict]
+    figures: list[dict]

@@ -42,6 +42,7 @@ function render(exp) {
   renderRunnerLog(exp);
   document.getElementById("spec-view").textContent = exp.spec_text || "";
   drawPlots(exp, metric());
+  drawServing(exp);
   if (isLive(exp) && !events && !polling) follow();
   root.dataset.ready = "1";
 }
@@ -254,6 +255,45 @@ async function drawPlots(exp, name) {
     const scalingBox = document.getElementById("plot-scaling");
     scalingBox.hidden = !figure;
     if (figure) await draw(scalingBox, figure);
+    plots.dataset.rendered = "1";
+  } catch (error) {
+    showError(errorBox, error);
+  }
+}
+
+// ---- serving: latency and goodput vs load, the throughput–interactivity frontier, capacity -------
+const SERVING_METRIC = /^(ttft_|tpot_|output_tokens_per_s)/;
+let servingKey = "";
+
+async function drawServing(exp) {
+  if (!(exp.metrics || []).some((m) => SERVING_METRIC.test(m.name))) return;
+  const key = JSON.stringify(exp.runs_by_status || {});
+  if (key === servingKey) return; // nothing finished since the last drawing
+  servingKey = key;
+  try {
+    const view = await getJson(`${base}/serving`);
+    const section = document.getElementById("serving-section");
+    section.hidden = !view.figures.length;
+    const question = document.getElementById("serving-question");
+    question.hidden = !view.question;
+    question.textContent = view.question ? `Capacity: ${view.question}` : "";
+    const table = document.getElementById("capacity-table");
+    table.hidden = !view.capacity.length;
+    if (view.capacity.length) {
+      const columns = ["setting", "status", "meets at", "fails at", "estimate", "95% interval", "probes", "runs"];
+      const num = (v) => (v === null || v === undefined ? "–" : fmtNum(v));
+      const body = el("tbody", {}, ...view.capacity.map((row) => el("tr", {},
+        el("td", {}, row.setting), el("td", {}, row.status), el("td", {}, num(row.meets)), el("td", {}, num(row.fails)),
+        el("td", {}, num(row.estimate)), el("td", {}, row.ci ? `${fmtNum(row.ci[0])} … ${fmtNum(row.ci[1])}` : "–"),
+        el("td", {}, String(row.probes)), el("td", {}, String(row.runs)))));
+      table.replaceChildren(el("thead", {}, el("tr", {}, ...columns.map((c) => el("th", {}, c)))), body);
+    }
+    const plots = document.getElementById("serving-plots");
+    const boxes = view.figures.map((_, i) => plotBox(plots, `serving-plot-${i}`));
+    for (const [i, figure] of view.figures.entries()) {
+      const { template, ...layout } = figure.layout; // the page's theme, not plotly's default template
+      await draw(boxes[i], { data: figure.data, layout: { ...layout, height: 400 } });
+    }
     plots.dataset.rendered = "1";
   } catch (error) {
     showError(errorBox, error);

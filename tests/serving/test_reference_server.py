@@ -1,0 +1,112 @@
+"""The reference server: a real transformer whose KV-cache decoding matches a full recompute, served
+over HTTP with continuous batching, and measured by the load generator."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import urllib.request
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from kubebench.testing.llm_fake import AppThread  # noqa: E402
+from kubebench.workloads import llm_load, llm_server  # noqa: E402
+from kubebench.workloads.llm_engine import Engine, ModelConfig, Sequence, TinyLM, encode  # noqa: E402
+
+CFG = ModelConfig(vocab=512, dim=64, layers=2, heads=4, max_seq=128)
+
+
+def generate(engine: Engine, prompts: list[list[int]], n: int) -> list[list[int]]:
+    """Greedy tokens of every prompt, submitted at once (so decoded in one batch)."""
+    outputs: list[list[int]] = [[] for _ in prompts]
+    finished = threading.Semaphore(0)
+
+    def emitter(i: int):
+        def emit(token: int | None) -> None:
+            if token is None:
+                finished.release()
+            else:
+                outputs[i].append(token)
+        return emit
+
+    for i, prompt in enumerate(prompts):
+        engine.submit(Sequence(prompt, n, emitter(i)))
+    for _ in prompts:
+        assert finished.acquire(timeout=120)
+    return outputs
+
+
+def recompute(model: TinyLM, prompt: list[int], n: int) -> list[int]:
+    """Greedy tokens without a KV cache: the whole sequence through the model at every step."""
+    tokens = list(prompt)
+    for _ in range(n):
+        length = len(tokens)
+        cache = [torch.zeros(1, 2, CFG.heads, CFG.max_seq, CFG.dim // CFG.heads) for _ in range(CFG.layers)]
+        mask = torch.ones(length, length, dtype=torch.bool).tril()[None, None]
+        logits = model(torch.tensor([tokens]), torch.arange(length)[None], cache, torch.tensor([0]), mask)
+        best = int(logits.argmax(-1))
+        tokens.append(best if best != 0 else 1 + int(logits[0, 1:].argmax()))
+    return tokens[len(prompt):]
+
+
+def test_batched_kv_cache_decoding_equals_a_full_recompute() -> None:
+    torch.manual_seed(0)
+    model = TinyLM(CFG, seed=3).eval()
+    engine = Engine(model, max_batch=3)
+    engine.start()
+    try:
+        prompts = [encode("a b c", CFG.vocab), encode("the quick brown fox jumps", CFG.vocab), [5, 9], [7] * 11]
+        got = generate(engine, prompts, 6)  # four prompts, three slots: one waits for a free slot
+    finally:
+        engine.stop()
+    assert got == [recompute(model, p, 6) for p in prompts]
+    assert engine.stats["tokens_total"] == 24 and engine.free and not engine.running
+
+
+@pytest.fixture(scope="module")
+def server():
+    args = llm_server.parse_args(["--max-batch", "4", "--dim", "64", "--vocab", "512", "--max-seq", "256"])
+    engine = llm_server.build_engine(args)
+    with AppThread(lambda: llm_server.make_app(engine)) as running:
+        yield running
+    engine.stop()
+
+
+def test_serves_openai_endpoints(server: AppThread) -> None:
+    base = server.url
+    models = json.load(urllib.request.urlopen(base + "/models"))
+    assert models["data"][0]["id"] == llm_server.MODEL_NAME
+    request = urllib.request.Request(base + "/completions", method="POST", headers={"Content-Type": "application/json"},
+                                     data=json.dumps({"model": "x", "prompt": "hello there", "max_tokens": 5,
+                                                      "ignore_eos": True}).encode())
+    answer = json.load(urllib.request.urlopen(request))
+    assert answer["usage"] == {"prompt_tokens": 2, "completion_tokens": 5, "total_tokens": 7}
+    assert len(answer["choices"][0]["text"].split()) == 5
+    health = urllib.request.urlopen(server.url.removesuffix("/v1") + "/health").read()
+    assert health == b"ok"
+
+
+def test_a_request_the_model_cannot_hold_is_a_400(server: AppThread) -> None:
+    request = urllib.request.Request(server.url + "/completions", method="POST",
+                                     headers={"Content-Type": "application/json"},
+                                     data=json.dumps({"prompt": "x", "max_tokens": 10_000}).encode())
+    with pytest.raises(urllib.error.HTTPError) as error:
+        urllib.request.urlopen(request)
+    assert error.value.code == 400 and b"max_tokens" in error.value.read()
+
+
+def test_load_generator_measures_the_reference_server(server: AppThread) -> None:
+    args = llm_load.parse_args(["--endpoint", server.url, "--concurrency", "4", "--requests", "12",
+                                "--input-tokens", "32", "--output-tokens", "16", "--scrape-interval", "0.2"])
+    data, _, scrapes = asyncio.run(llm_load.run(args, 0))
+    assert all(r.ok and r.output_tokens == 16 and r.input_tokens == 32 and r.tokens_from == "usage"
+               for r in data.records), [r.status for r in data.records]
+    assert len(data.records) == 12
+    metrics_text = scrapes[-1]["text"]
+    assert "kubebench_llm_generated_tokens_total" in metrics_text
+    served = float(next(line.split()[1] for line in metrics_text.splitlines()
+                        if line.startswith("kubebench_llm_generated_tokens_total")))
+    assert served >= 16 * 4
