@@ -7,7 +7,7 @@ TORCH ?= torch==2.13.0
 # Debian packages the test suite runs for real (servers, browser, MPI); `make test` installs them.
 DEBIAN_PACKAGES ?= postgresql prometheus prometheus-pushgateway chromium openmpi-bin libopenmpi-dev
 
-.PHONY: setup setup-dev deps-debian demo test test-tensorflow mutation bench bench-store bench-cnn clean
+.PHONY: setup setup-dev deps-debian demo check test test-tensorflow mutation bench bench-store bench-cnn clean
 
 # `setup`: what the demo needs (the package and PyTorch); `setup-dev`: the Debian packages and the
 # test extras on top (mpi4py compiles against Debian's Open MPI, so those come first).
@@ -52,7 +52,15 @@ deps-debian:
 COVERAGE_FLOOR ?= 0
 PYTEST_ARGS ?=
 
-test: setup-dev deps-debian $(VENV)/.tensorflow
+# Static checks (configured in pyproject.toml): ruff (pyflakes, bugbear, import order), mypy over
+# src/, and import-linter's contracts of the data flow (spec → plan → render → backends → collect →
+# store → analyse → present; cli and web on top).
+check: setup-dev
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/mypy src/kubebench
+	$(VENV)/bin/lint-imports
+
+test: setup-dev deps-debian $(VENV)/.tensorflow check
 	$(PY) -m pytest --cov=kubebench --cov-branch --cov-report=term:skip-covered --cov-fail-under=$(COVERAGE_FLOOR) $(PYTEST_ARGS)
 
 # Only the tests that need TensorFlow (`make test` runs them too).

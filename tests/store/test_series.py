@@ -88,12 +88,11 @@ def test_labels_must_be_key_value() -> None:
 
 
 def test_an_upgraded_store_puts_each_experiment_in_the_series_of_its_name(store_url: str) -> None:
+    from test_migrate import make_v1_store  # rootdir-relative: tests/ has no packages
     from typer.testing import CliRunner
 
     from kubebench.cli import app
     from kubebench.store.store import open_store
-
-    from test_migrate import make_v1_store  # rootdir-relative: tests/ has no packages
 
     make_v1_store(store_url, before_alembic=False)
     assert CliRunner().invoke(app, ["db", "upgrade", "--store", store_url]).exit_code == 0

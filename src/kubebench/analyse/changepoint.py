@@ -39,7 +39,6 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # compare needs NumPy and SciPy: imported only when there is a candidate to confirm

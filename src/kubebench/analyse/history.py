@@ -120,3 +120,37 @@ def attach_environments(histories: Sequence[TrialHistory], envs: dict[str, dict[
 def change_experiments(histories: Sequence[TrialHistory]) -> list[str]:
     """Ids of the experiments on either side of every change (whose environments are compared)."""
     return list(dict.fromkeys(e.id for h in histories for c in h.changes for e in (c.before, c.after)))
+
+
+def parse_trials(items: list[str] | None) -> dict[str, str]:
+    """``["bs=32"]`` → ``{"bs": "32"}``; a bad item is a clear error."""
+    from ..errors import SpecError
+
+    wanted = {}
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise SpecError(f"invalid --trial {item!r}: expected KEY=VALUE (e.g. batch_size=32)")
+        wanted[key.strip()] = value.strip()
+    return wanted
+
+
+def load_history(source, name: str, metric: str | None, trials: dict[str, str], since: float | None):
+    """(series, metric, histories) of a series from a :class:`~kubebench.store.series_reader.SeriesSource`:
+    what the CLI, the web page and the report show."""
+    from ..errors import NotFoundError
+
+    series = source.resolve_series(name)
+    newest = source.experiment(source.newest_experiment(series))
+    metric_name, goal = newest.metric_goal(metric)
+    data = source.read_series(series, since=since, metrics=[metric_name])
+    if not data.experiments:
+        raise NotFoundError(f"series {series!r} has no experiments since then")
+    floors = source.noise_floors(series)
+    thresholds = {key: f.spread for (key, m), f in floors.items() if m == metric_name}
+    found = history(data, metric_name, goal, thresholds=thresholds, accepted=source.accepted_changes(series),
+                    trials=trials)
+    if not found:
+        raise NotFoundError(f"series {series!r} has no values of {metric_name!r}"
+                            + (" for trials " + ", ".join(f"{k}={v}" for k, v in trials.items()) if trials else ""))
+    return series, metric_name, attach_environments(found, source.environments(change_experiments(found)))

@@ -12,6 +12,7 @@ from typing import Annotated, Optional
 import typer
 from typer.core import TyperGroup
 
+from ..analyse.history import load_history, parse_trials
 from . import StoreOpt, app, expected_errors, make_console
 
 
@@ -56,41 +57,6 @@ def parse_since(text: str, now: float | None = None) -> float:
         raise SpecError(f"invalid --since {text!r}: give a time ago (7d, 12h, 2w) or a date (2026-11-01)") from None
 
 
-def parse_trials(items: list[str] | None) -> dict[str, str]:
-    """``["bs=32"]`` → ``{"bs": "32"}``; a bad item is a clear error."""
-    from ..errors import SpecError
-
-    wanted = {}
-    for item in items or ():
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise SpecError(f"invalid --trial {item!r}: expected KEY=VALUE (e.g. batch_size=32)")
-        wanted[key.strip()] = value.strip()
-    return wanted
-
-
-def load_history(source, name: str, metric: Optional[str], trials: dict[str, str], since: Optional[float]):
-    """(series, metric, histories) of a series from a :class:`~kubebench.store.series_reader.SeriesSource`:
-    what the CLI, the web page and the report show."""
-    from ..analyse.history import attach_environments, change_experiments, history
-    from ..errors import NotFoundError
-
-    series = source.resolve_series(name)
-    newest = source.experiment(source.newest_experiment(series))
-    metric_name, goal = newest.metric_goal(metric)
-    data = source.read_series(series, since=since, metrics=[metric_name])
-    if not data.experiments:
-        raise NotFoundError(f"series {series!r} has no experiments since then")
-    floors = source.noise_floors(series)
-    thresholds = {key: f.spread for (key, m), f in floors.items() if m == metric_name}
-    found = history(data, metric_name, goal, thresholds=thresholds, accepted=source.accepted_changes(series),
-                    trials=trials)
-    if not found:
-        raise NotFoundError(f"series {series!r} has no values of {metric_name!r}"
-                            + (" for trials " + ", ".join(f"{k}={v}" for k, v in trials.items()) if trials else ""))
-    return series, metric_name, attach_environments(found, source.environments(change_experiments(found)))
-
-
 def open_source(store: Optional[str]):
     """The series source of the store named by ``--store`` (sqlite3 where it can)."""
     from ..settings import settings
@@ -114,9 +80,9 @@ def show(
     series, _, found = load_history(open_source(store), name, metric, parse_trials(trial),
                                     parse_since(since) if since else None)
     if format is HistoryFormat.json:
-        from ..present.history import history_dict
-
         from pydantic_core import to_json  # several times faster than json.dumps on 10,000 points
+
+        from ..present.history import history_dict
 
         sys.stdout.write(to_json({"series": series, "trials": [history_dict(h) for h in found]}, indent=2).decode() + "\n")
     elif format is HistoryFormat.csv:

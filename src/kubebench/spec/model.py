@@ -13,8 +13,8 @@ from pydantic import AfterValidator, ConfigDict, Discriminator, Field, Tag, fiel
 
 from .. import METRIC_NAME, registry
 from .base import Model, PluginConfig, parse_duration
-from .telemetry import TelemetryConfig
 from .efficiency import Prices, Reference
+from .telemetry import TelemetryConfig
 
 JOB_KINDS = ("Process", "PyTorchJob", "TFJob", "MPIJob", "TrainJob", "Job", "Serving")
 

@@ -17,8 +17,16 @@ from ..errors import NotFoundError, SpecError
 from . import schema
 from .engine import transaction
 from .records import json_objects
-from .series_records import (AcceptedChange, NoiseFloor, SeriesData, SeriesExperiment,  # noqa: F401  (API)
-                             build_series, parse_labels, swept_parameters, trial_key)
+from .series_records import (  # noqa: F401  (API)
+    AcceptedChange,
+    NoiseFloor,
+    SeriesData,
+    SeriesExperiment,
+    build_series,
+    parse_labels,
+    swept_parameters,
+    trial_key,
+)
 
 
 def resolve_series(store, name: str) -> str:

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from ..errors import NotFoundError
-from .records import ExperimentRecord, json_objects
 from .reader import SqliteReader, _open_sqlite
+from .records import ExperimentRecord, json_objects
 from .series_records import AcceptedChange, NoiseFloor, SeriesData, build_grouped, build_series
 
 _NOT_FOUND = ("no series or experiment {!r} in the store (see `kubebench experiments`; "

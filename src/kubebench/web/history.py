@@ -1,7 +1,7 @@
 """The dashboard's views across experiments: a series' history page, sparklines for the list, and the
 runs table (choose columns, sort, filter with a small query language, parallel coordinates, notes and tags).
 
-History is computed as ``kubebench history`` computes it (``cli.history.load_history`` → analyse), and
+History is computed as ``kubebench history`` computes it (``analyse.history.load_history`` → analyse), and
 cached per series until the series changes (:func:`~kubebench.store.series.series_version`): a series of
 500 experiments × 20 trials takes a few hundred milliseconds to analyse, a page view should not.
 """
@@ -64,7 +64,7 @@ def history_api(request: Request, name: str,
                 points: Annotated[bool, Query(description="each trial's points too (the figure has them drawn)")] = False,
                 ) -> dict:
     """A series' history as ``kubebench history -f json`` gives it (``points=true``), plus a Plotly figure of it."""
-    from ..cli.history import load_history, parse_trials
+    from ..analyse.history import load_history, parse_trials
     from ..present.history import history_dict, history_figure
     from ..store.series import resolve_series, series_version
     from ..store.series_reader import StoreSeries
