@@ -60,8 +60,10 @@ def pair_tests(base: Sequence[RunRecord], candidate: Sequence[RunRecord], metric
     swept = swept_parameters((r.experiment_id, r.params) for r in (*base, *candidate))
     for metric, goal in metrics:
         for b, c in matched_trials(base, candidate, metric):
-            if b.values or c.values:
-                key = trial_key({k: v for k, v in c.params.items() if k in swept})  # as read_series keys trials
+            # a trial the candidate lacks is checked with no candidate values, as series_tests does
+            params, values = (c.params, c.values) if c is not None else (b.params, ())
+            if b.values or values:
+                key = trial_key({k: v for k, v in params.items() if k in swept})  # as read_series keys trials
                 threshold = thresholds.get((key, metric), default_threshold)
-                tests.append(Check(c.params, metric, goal, b.values, c.values, threshold))
+                tests.append(Check(params, metric, goal, b.values, values, threshold))
     return tests

@@ -152,6 +152,8 @@ def _compare(section: str, name: str, op: str, wanted: object) -> Predicate:
 def _holds(have: object, op: str, wanted: object) -> bool:
     if op == "~":
         return str(wanted).lower() in str(have).lower()
+    a: float | str | None
+    b: float | str | None
     a, b = _number(have), _number(wanted)
     if a is None or b is None:
         a, b = (str(have).lower() if isinstance(have, bool) else str(have)), str(wanted)

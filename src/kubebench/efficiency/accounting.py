@@ -64,8 +64,8 @@ def steady_mfu(metrics: dict[str, float]) -> dict[str, float]:
     the steps the workload wrote) for a workload that reports its FLOPs per item and its devices' peak."""
     names = ("steady_items_per_sec", "model_flops_per_token", "peak_tflops_per_device", "tokens_per_sec",
              "tokens_per_sec_per_device")
-    values = [metrics.get(n) for n in names]
-    if not all(isinstance(v, (int, float)) and v > 0 for v in values):
+    values = [v for v in (metrics.get(n) for n in names) if isinstance(v, (int, float)) and v > 0]
+    if len(values) != len(names):
         return {}
     steady, fpt, peak_tflops, rate, per_device = values
     devices = rate / per_device

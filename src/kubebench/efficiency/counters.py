@@ -64,7 +64,9 @@ def nvml_channels(nvml: Any = None, uuids: list[str] | None = None) -> tuple[lis
     """
     try:
         if nvml is None:
-            import pynvml as nvml
+            import pynvml
+
+            nvml = pynvml
         nvml.nvmlInit()
     except Exception as e:  # ImportError, NVMLError_LibraryNotFound, NVMLError_DriverNotLoaded …
         return [], f"NVML unavailable ({_short(e)})"
@@ -83,6 +85,10 @@ def nvml_channels(nvml: Any = None, uuids: list[str] | None = None) -> tuple[lis
 
 def _nvml_reader(nvml: Any, handle: Any) -> Callable[[], float]:
     return lambda: nvml.nvmlDeviceGetTotalEnergyConsumption(handle) / 1000.0  # millijoules
+
+
+def _rapl_reader(counter: Path) -> Callable[[], float]:
+    return lambda: _read_uj(counter) / 1e6  # microjoules
 
 
 def rapl_channels(root: Path = POWERCAP) -> tuple[list[Channel], str]:
@@ -105,7 +111,7 @@ def rapl_channels(root: Path = POWERCAP) -> tuple[list[Channel], str]:
         except (OSError, ValueError) as e:
             errors.append(f"{counter}: {getattr(e, 'strerror', None) or e}")
             continue
-        channels.append(Channel(f"cpu_package{match.group(1)}", lambda c=counter: _read_uj(c) / 1e6, wrap))
+        channels.append(Channel(f"cpu_package{match.group(1)}", _rapl_reader(counter), wrap))
     if channels:
         return channels, ""
     if errors:

@@ -12,7 +12,7 @@ import asyncio
 import itertools
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import aiohttp
@@ -117,7 +117,7 @@ async def send(session: aiohttp.ClientSession, target: Target, prompt: Prompt, c
 
 
 async def open_loop(session: aiohttp.ClientSession, target: Target, prompts: Sequence[Prompt],
-                    offsets: Sequence[float], clock: Clock, replica: int) -> list[RequestRecord]:
+                    offsets: Iterable[float], clock: Clock, replica: int) -> list[RequestRecord]:
     """Send request ``i`` at ``start + offsets[i]`` whatever the server does (an open loop)."""
     start = clock.now()
     tasks = []

@@ -17,7 +17,7 @@ Pure: a parsed JSON document in, metrics out; what a file does not hold is left 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import PostprocessError
@@ -72,7 +72,8 @@ def _distribution(out: dict[str, float], name: str, summary: Any, scale: float) 
     if not isinstance(summary, Mapping):
         return
     _put(out, f"{name}_mean", summary.get("mean"), scale)
-    percentiles = summary.get("percentiles") if isinstance(summary.get("percentiles"), Mapping) else summary
+    nested = summary.get("percentiles")
+    percentiles: Mapping[Any, Any] = nested if isinstance(nested, Mapping) else summary
     _put(out, f"{name}_p50", summary.get("median", percentiles.get("p50")), scale)
     for key in ("p90", "p99"):
         _put(out, f"{name}_{key}", percentiles.get(key), scale)
@@ -162,4 +163,4 @@ def aiperf(data: Mapping[str, Any]) -> dict[str, float]:
     return out
 
 
-PARSERS = {"vllm-bench": vllm, "guidellm": guidellm, "inference-perf": inference_perf, "aiperf": aiperf}
+PARSERS: dict[str, Callable[..., dict[str, float]]] = {"vllm-bench": vllm, "guidellm": guidellm, "inference-perf": inference_perf, "aiperf": aiperf}

@@ -64,7 +64,7 @@ def throughput_metrics(records: Sequence[RequestRecord], window: tuple[float, fl
     if length <= 0:
         return {}
     done = [r for r in records if r.ok and start <= r.end <= end]
-    out_tokens = sum(1 for r in records if r.ok for t in r.token_times if start <= t <= end)
+    out_tokens: float = sum(1 for r in records if r.ok for t in r.token_times if start <= t <= end)
     if any(r.tokens_from == "usage" for r in done):  # the server counted: scale chunk times to its count
         out_tokens = sum(_tokens_in(r, start, end) for r in records if r.ok)
     metrics = {

@@ -15,12 +15,18 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, cast
 
 from ..analyse.stats import summarize
 from ..spec.model import CapacitySearch
 
 Verdict = Literal["meets", "fails", "undecided"]
+Status = Literal["found", "below range", "above range", "searching"]
+
+
+def _bounds(search: CapacitySearch) -> dict[str, float]:
+    """The SLO's bounds: the model's validator has turned each one (``2s``, ``100ms``) into a float."""
+    return cast(dict[str, float], search.slo)
 
 
 @dataclass(frozen=True)
@@ -35,7 +41,7 @@ class Probe:
         """``meets``/``fails`` once every CI is on one side of its bound (or at ``max`` runs, by the
         means); ``undecided`` while more runs may tell; and why."""
         decided_all, reasons = True, []
-        for metric, bound in search.slo.items():
+        for metric, bound in _bounds(search).items():
             values = list(self.values.get(metric, ()))
             if len(values) < search.min:
                 decided_all = False
@@ -56,7 +62,7 @@ class Probe:
 
 
 def _by_means(probe: Probe, search: CapacitySearch) -> tuple[Verdict, str]:
-    for metric, bound in search.slo.items():
+    for metric, bound in _bounds(search).items():
         values = [v for v in probe.values.get(metric, ()) if math.isfinite(v)]
         if len(values) < 1:
             return "fails", f"no value of {metric} in {probe.runs} runs"
@@ -76,7 +82,7 @@ class Capacity:
     interval, how it ended, and what it cost."""
 
     point: dict
-    status: Literal["found", "below range", "above range", "searching"]
+    status: Status
     meets: float | None
     fails: float | None
     estimate: float | None
@@ -111,10 +117,10 @@ def walk(search: CapacitySearch, probes: Mapping[float, Probe]) -> tuple[float |
         steps.append((x, verdict[0], verdict[1]))
         return verdict
 
-    def answer(status: str, meets: float | None, fails: float | None) -> Capacity:
+    def answer(status: Status, meets: float | None, fails: float | None) -> Capacity:
         estimate, ci = estimate_crossing(search, probes, meets, fails)
         return Capacity({}, status, meets, fails, estimate, ci, len(probes), sum(p.runs for p in probes.values()),
-                        steps)  # type: ignore[arg-type]
+                        steps)
 
     low, high = float(search.low), float(search.high)
     for x, needed in ((low, "meets"), (high, "fails")):
@@ -143,7 +149,7 @@ def estimate_crossing(search: CapacitySearch, probes: Mapping[float, Probe], mee
     if meets is None or fails is None or meets not in probes or fails not in probes:
         return None, None
     estimates, lows, highs = [], [], []
-    for metric, bound in search.slo.items():
+    for metric, bound in _bounds(search).items():
         a = summarize(list(probes[meets].values.get(metric, ())), confidence=search.confidence)
         b = summarize(list(probes[fails].values.get(metric, ())), confidence=search.confidence)
         if a.n == 0 or b.n == 0:

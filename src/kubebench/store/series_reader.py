@@ -51,6 +51,7 @@ class SqliteSeries(SqliteReader):
         return row[0]
 
     def read_series(self, series: str, since: float | None = None, metrics: Sequence[str] = ()) -> SeriesData:
+        args: list[str | float]
         where, args = "experiments.series = ?", [series]
         if since is not None:
             where, args = where + " AND experiments.created_at >= ?", [series, since]

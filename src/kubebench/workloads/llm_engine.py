@@ -100,7 +100,7 @@ class Sequence:
 
     prompt: list[int]
     max_tokens: int
-    emit: Callable[[int | None], None]
+    emit: Callable[[int | None], object]  # what it returns is ignored
     ignore_eos: bool = True
     slot: int = -1
     length: int = 0

@@ -22,6 +22,7 @@ import os
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import kubebench
 
@@ -136,7 +137,7 @@ async def run(args: argparse.Namespace, replica: int) -> tuple[RecordsFile, list
     if args.requests is not None and args.warmup == 0 and args.cooldown == 0:
         window = (start, max(start + send_end, max(r.end for r in records)))  # a fixed count: all of it
     records = [replace(r, measured=bool(window[0] <= r.scheduled <= window[1])) for r in records]
-    meta = {"energy_joules": joules} if joules is not None else {}
+    meta: dict[str, Any] = {"energy_joules": joules} if joules is not None else {}
     meta |= {"replica": replica, "model": model, "endpoints": list(args.endpoints), "api": args.api,
             "rate": args.rate, "concurrency": args.concurrency, "arrivals": args.arrivals,
             "burstiness": args.burstiness, "seed": args.seed, "slo": args.slo_bounds}

@@ -52,7 +52,7 @@ def resolve_amp(amp: str, device: torch.device) -> str:
     return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
 
 
-def parallelize(model: nn.Module, args: argparse.Namespace, group: Group) -> nn.Module:
+def parallelize(model: Transformer, args: argparse.Namespace, group: Group) -> nn.Module:
     """DDP, or FSDP2 (each block sharded, then the root); one replica trains the plain model."""
     if group.mode != "torch":
         return model
@@ -65,7 +65,7 @@ def parallelize(model: nn.Module, args: argparse.Namespace, group: Group) -> nn.
     mesh = init_device_mesh(group.device.type, (group.world_size,))
     for block in model.blocks:
         fully_shard(block, mesh=mesh)
-    return fully_shard(model, mesh=mesh)
+    return fully_shard(model, mesh=mesh)  # type: ignore[return-value]  # the stub says FSDPModule: it is the model, its class made a subclass of both
 
 
 def make_step(model: nn.Module, args: argparse.Namespace, group: Group, losses: list[torch.Tensor]) -> Callable:
@@ -152,8 +152,8 @@ def run(args: argparse.Namespace, group: Group) -> None:
                  "torchrun or as a PyTorchJob / TrainJob")
     args.amp = resolve_amp(args.amp, group.device)
     with group.device:  # weights made where they live: a 1B model initialised on a CPU takes seconds
-        model = Transformer(args.shape, args.checkpointing)
-    model = compiled(parallelize(model, args, group), args.compile)
+        bare = Transformer(args.shape, args.checkpointing)
+    model = compiled(parallelize(bare, args, group), args.compile)
     try:
         batches = token_batches(args.data, args.shape, args.batch_size, args.seed, group.rank, group.world_size,
                                 group.device)
