@@ -12,9 +12,9 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from ..provenance import provenance_differences
+from ..rules import Goal
 from ..store.series_records import AcceptedChange, SeriesData, SeriesExperiment
 from .changepoint import ChangePoint, detect
-from .compare import Goal
 from .stats import Summary, summarize
 
 #: Relative change below which a difference is noise, when the series has no noise floor (calibrate).

@@ -12,7 +12,6 @@ from typing import Annotated, Optional
 import typer
 from typer.core import TyperGroup
 
-from ..analyse.history import load_history, parse_trials
 from . import StoreOpt, app, expected_errors, make_console
 
 
@@ -77,6 +76,8 @@ def show(
     store: StoreOpt = None,
 ) -> None:
     """Per trial: the series of medians with CIs, and the change points with magnitude, direction and labels."""
+    from ..analyse.history import load_history, parse_trials  # here: every CLI start imports this module
+
     series, _, found = load_history(open_source(store), name, metric, parse_trials(trial),
                                     parse_since(since) if since else None)
     if format is HistoryFormat.json:
@@ -119,6 +120,7 @@ def accept(
 
 def history_sections(db, records, metric: Optional[str]) -> list:
     """``kubebench report``'s history sections: one per series (of more than one experiment) of ``records``."""
+    from ..analyse.history import load_history
     from ..present.history import history_section
     from ..store.series_reader import StoreSeries
 
