@@ -38,15 +38,14 @@ def report(home: Path, write, tmp_path: Path) -> Path:
     return path
 
 
-def test_report_is_self_contained(report: Path) -> None:
+def test_report_is_self_contained_and_its_plots_render_in_chromium(report: Path, browser, artifacts: Path) -> None:
+    # one test: the two experiments behind the report take a minute to run
     text = report.read_text()
     assert not re.findall(r"<(?:script|link)\b[^>]*\b(?:src|href)\s*=\s*[\"']?https?:", text)
     assert "rep-cand compared with rep-base" in text
     assert "olympic mean" in text and "regressed" in text
     assert "History of series report-demo: throughput" in text and "12 points of 6 trial(s)" in text
 
-
-def test_report_plots_render_in_chromium(report: Path, browser, artifacts: Path) -> None:
     page = browser.new_page(viewport={"width": 1200, "height": 900})
     remote = []
     page.route("**/*", lambda route: (remote.append(route.request.url), route.abort())
