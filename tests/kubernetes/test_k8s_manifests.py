@@ -359,7 +359,7 @@ def test_job_fields_added_for_kubernetes_keep_the_fingerprints_of_older_specs(tm
     (tmp_path / "spec.yaml").write_text("name: b\njob: {kind: Job, workers: 2, command: [echo]}\n")
     loaded = load_spec(tmp_path / "spec.yaml")
     before = {k: v for k, v in loaded.spec.job.model_dump().items()
-              if k not in ("node_selector", "tolerations", "mpi_api_version")}
+              if k not in ("node_selector", "tolerations", "mpi_api_version", "server")}
     assert job_fingerprint(loaded) == digest(before, None)  # what it was before these fields existed
     (tmp_path / "spec.yaml").write_text("name: b\njob: {kind: Job, workers: 2, command: [echo], node_selector: {a: b}}\n")
     assert job_fingerprint(load_spec(tmp_path / "spec.yaml")) != digest(before, None)
