@@ -109,4 +109,4 @@ def test_load_generator_measures_the_reference_server(server: AppThread) -> None
     assert "kubebench_llm_generated_tokens_total" in metrics_text
     served = float(next(line.split()[1] for line in metrics_text.splitlines()
                         if line.startswith("kubebench_llm_generated_tokens_total")))
-    assert served >= 16 * 4
+    assert served >= 16 * 12  # the last scrape is taken after the load: every token of this run is counted

@@ -194,22 +194,29 @@ class MetricsScraper:
         self._task = asyncio.create_task(self._run())
 
     async def _run(self) -> None:
-        while True:
-            try:
-                async with self.session.get(self.url, timeout=aiohttp.ClientTimeout(total=5)) as response:
-                    if response.status == 404:
-                        return  # the server has no /metrics: nothing to scrape
-                    text = await response.text()
-                    self.samples.append({"time": self.clock.now(), "text": _samples_only(text)})
-            except (aiohttp.ClientError, asyncio.TimeoutError):
-                pass
+        while await self._scrape():
             await asyncio.sleep(self.interval)
 
+    async def _scrape(self) -> bool:
+        """One sample; False when the server has no ``/metrics``."""
+        try:
+            async with self.session.get(self.url, timeout=aiohttp.ClientTimeout(total=5)) as response:
+                if response.status == 404:
+                    return False  # the server has no /metrics: nothing to scrape
+                text = await response.text()
+                self.samples.append({"time": self.clock.now(), "text": _samples_only(text)})
+        except (aiohttp.ClientError, asyncio.TimeoutError):
+            pass
+        return True
+
     async def stop(self) -> None:
-        """Stop scraping."""
+        """Stop scraping, with a last sample: the server's counters at the end of the load (the
+        periodic one may be up to an interval older, or cut short)."""
         if self._task:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+            await self._scrape()
 
 
 def _samples_only(text: str) -> str:
