@@ -31,3 +31,8 @@ def raw(url: str, method: str, path: str, token: str | None = None,
         return answer.status, answer.read()
     finally:
         conn.close()
+
+
+def without_energy(info: dict) -> dict:
+    """A run's info without what every run records about its energy (a figure's source, or why none)."""
+    return {k: v for k, v in info.items() if k not in ("energy_source", "energy_unavailable")}
