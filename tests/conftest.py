@@ -107,9 +107,11 @@ def chromium() -> str:
     return executable
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def playwright():
-    """The one Playwright of the session (a second sync Playwright cannot start beside it)."""
+    """The one Playwright of a test module (a second sync Playwright cannot start beside it). Module
+    scope: while it lives, its event loop runs in the main thread, where ``asyncio.run`` then refuses
+    to start (the serving tests use it), and pytest keeps a module's tests together in any order."""
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as started:
         yield started
@@ -120,7 +122,7 @@ CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first
                   "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(playwright, chromium: str):
     """Headless Debian Chromium driven by Playwright."""
     browser = playwright.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_FLAGS)
