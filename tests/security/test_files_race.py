@@ -72,7 +72,9 @@ def test_a_sibling_folder_sharing_the_run_folders_prefix_is_outside(planted, cli
         assert answer.status_code == 403 and "outside the run" in answer.json()["detail"], (path, answer.text)
         assert SECRET not in answer.text
     names = {e["name"] for e in client.get(f"/api/runs/{run_id}/files?path=output").json()["entries"]}
-    assert names == {"worker-0.log", "in-rel", "in-abs", "in-dir"}
+    # the links out are not listed (the module's race test may have left its own entry: not asserted on)
+    assert {"worker-0.log", "in-rel", "in-abs", "in-dir"} <= names
+    assert not {n for n in names if n.startswith(("sib-", "out-"))}
     assert client.get(f"/api/runs/{run_id}/files?path=output/sib-dir").status_code == 403
 
 

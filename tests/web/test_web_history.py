@@ -50,7 +50,9 @@ def test_history_api_answers_what_the_cli_finds(client) -> None:
     [change] = by_bs[8]["changes"]
     assert change["experiment"] in ("e11", "e12", "e13") and change["verdict"] == "regressed"
     assert change["between"].startswith("version 1.")
-    assert by_bs[16]["changes"] == [] and by_bs[16]["n_points"] == 24 and "points" not in by_bs[16]
+    # nothing detected for bs=16 (the module's accept test may have marked an accepted step, shown as such)
+    assert [c for c in by_bs[16]["changes"] if not c["accepted"]] == []
+    assert by_bs[16]["n_points"] == 24 and "points" not in by_bs[16]
     full = client.get("/api/history/bench?points=true").json()["trials"][0]
     assert len(full["points"]) == 24 and full["points"][0]["experiment"] == "e00"
     assert {t["type"] for t in answer["figure"]["data"]} == {"scatter"} and answer["figure"]["layout"]["shapes"]
