@@ -2,15 +2,7 @@
 
 from __future__ import annotations
 
-TINY = """\
-name: tiny
-job:
-  command: [python, -c, "import kubebench; kubebench.report(v={{ n }})"]
-parameters:
-  n: [1, 2]
-telemetry: {enabled: false}
-metrics: [{name: v}]
-"""
+from web_support import TINY  # noqa: F401  (the security tests' name for it)
 
 
 def raw(url: str, method: str, path: str, token: str | None = None,

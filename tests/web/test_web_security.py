@@ -15,19 +15,9 @@ from pathlib import Path
 import httpx
 import pytest
 from fastapi.testclient import TestClient
-from web_support import WEB_TOKEN, free_port, run_spec, serving
+from web_support import TINY, WEB_TOKEN, free_port, run_spec, serving
 
 from kubebench.web.app import make_app
-
-TINY = """\
-name: tiny
-job:
-  command: [python, -c, "import kubebench; kubebench.report(v={{ n }})"]
-parameters:
-  n: [1, 2]
-telemetry: {enabled: false}
-metrics: [{name: v}]
-"""
 
 
 def state_changes(app) -> list[tuple[str, str]]:

@@ -122,3 +122,14 @@ class serving:
     def __exit__(self, *exc) -> None:
         self.server.should_exit = True
         self.thread.join(timeout=20)
+
+#: A two-run spec whose jobs only report a metric (the web and security tests launch it).
+TINY = """\
+name: tiny
+job:
+  command: [python, -c, "import kubebench; kubebench.report(v={{ n }})"]
+parameters:
+  n: [1, 2]
+telemetry: {enabled: false}
+metrics: [{name: v}]
+"""
