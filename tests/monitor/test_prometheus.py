@@ -40,6 +40,14 @@ def test_prometheus_scrapes_the_store_s_metrics(run_spec, SPEC: str, prometheus:
         server.server_close()
 
 
+def test_a_started_prometheus_has_scraped_every_target(pushgateway: PushgatewayServer) -> None:
+    # Prometheus is ready ~5 s before its first scrape: a run shorter than that, first in a session,
+    # was never seen (CI, 2026-12-01). start() returns once each target, up or down, has a sample.
+    with PrometheusServer({"pushgateway": pushgateway.address, "nobody": "127.0.0.1:1"}) as server:
+        up = {s["metric"]["job"]: s["value"][1] for s in server.query("up")}
+    assert up == {"pushgateway": "1", "nobody": "0"}
+
+
 def test_run_with_metrics_port_exposes_live_telemetry(tmp_path: Path, prometheus: PrometheusServer,
                                                       kubebench_port: int, write, SPEC: str) -> None:
     # Long enough for Prometheus (1 s scrapes) to see the run live, longer on a slow machine.

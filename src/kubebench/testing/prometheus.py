@@ -134,6 +134,19 @@ class PrometheusServer(_Server):
         return [f"--config.file={folder / 'prometheus.yml'}", f"--storage.tsdb.path={folder / 'data'}",
                 f"--web.listen-address={self.address}", "--log.level=warn"]
 
+    def start(self, timeout: float = 30.0) -> "PrometheusServer":
+        """Start, then wait until every target has been scraped once: Prometheus answers ``/-/ready``
+        about 5 s before its first scrape (its discovery updates are throttled to one per 5 s), and a
+        short run served in that gap would never be seen."""
+        super().start(timeout)
+        deadline = time.monotonic() + timeout
+        while len(self.query("up")) < len(self.targets):
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"prometheus did not scrape its {len(self.targets)} targets in {timeout:g} s")
+            time.sleep(0.1)
+        return self
+
     def query(self, expr: str, at: float | None = None) -> list[dict]:
         """The ``result`` of an instant query."""
         params = {"query": expr} | ({"time": f"{at:.3f}"} if at is not None else {})
