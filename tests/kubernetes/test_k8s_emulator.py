@@ -7,7 +7,6 @@ a missing namespace is 404; RBAC answers 403 per verb and resource; labels are v
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from k8s_emulator import Emulator
 from k8s_schemas import crds_available
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
+from support.timing import wait_for
 
 PYTORCHJOB = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "j"},
               "spec": {"pytorchReplicaSpecs": {"Master": {"replicas": 1, "template": {"spec": {
@@ -32,12 +32,6 @@ def api(emulator: Emulator, tmp_path: Path) -> client.ApiClient:
     with client.ApiClient(configuration) as api_client:
         yield api_client
 
-
-def wait_for(condition, seconds: float = 10) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.02)
 
 
 @pytest.mark.skipif(not crds_available(), reason="the CRDs are not there")
@@ -114,5 +108,4 @@ def test_deletion_is_asynchronous_as_the_garbage_collector_does_it(emulator: Emu
     orphaning = store.create(JOBS, "ns", job("orphaning"))
     store.create(PODS, "ns", pod("orphaning-0", orphaning))
     store.delete(JOBS, "ns", "orphaning")  # batch/v1 Job through REST without a policy: orphan
-    time.sleep(0.3)
-    assert store.find(PODS, "ns", "orphaning-0")["metadata"]["ownerReferences"] == []
+    wait_for(lambda: store.find(PODS, "ns", "orphaning-0")["metadata"]["ownerReferences"] == [], 10, "the pod orphaned")

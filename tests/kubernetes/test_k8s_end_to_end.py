@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from k8s_cluster import Cluster
+from support.timing import scaled, wait_for
 from typer.testing import CliRunner
 
 from kubebench.cli import app
@@ -94,7 +95,7 @@ def test_ctrl_c_on_the_runner_deletes_the_job_in_flight(cluster: Cluster, tmp_pa
     runner = subprocess.Popen([sys.executable, "-m", "kubebench", "run", str(spec), "--id", "long-k8s"],
                               env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + scaled(60)
         while not any(p.poll() is None for p in cluster.operator.processes()) or len(cluster.operator.processes()) < 2:
             assert time.monotonic() < deadline and runner.poll() is None, runner.communicate()
             time.sleep(0.05)
@@ -107,8 +108,8 @@ def test_ctrl_c_on_the_runner_deletes_the_job_in_flight(cluster: Cluster, tmp_pa
     assert "resume with --id long-k8s" in err and "Traceback" not in err
     assert cluster.api.store.list(("kubeflow.org", "v1", "pytorchjobs"), cluster.namespace)[0] == []
     assert [r for r in cluster.api.requests if r.method == "DELETE"][0].code == 200
-    time.sleep(0.3)  # the stand-in sees the deletion and stops the replicas
-    assert all(p.poll() is not None for p in cluster.operator.processes())
+    # the stand-in sees the deletion and stops the replicas
+    wait_for(lambda: all(p.poll() is not None for p in cluster.operator.processes()), 30, "the replicas to stop")
     listing = invoke("results", "long-k8s", "--format", "json")
     assert listing.exit_code == 0, listing.output
     runs = json.loads(listing.output)

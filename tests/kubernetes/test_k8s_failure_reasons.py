@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from k8s_cluster import Cluster
 from k8s_emulator import Faults
+from support.timing import wait_for
 
 PYTORCHJOBS = ("kubeflow.org", "v1", "pytorchjobs")
 SPEC = """
@@ -123,12 +124,6 @@ def test_sigterm_on_the_runner_deletes_the_job_in_flight(cluster: Cluster, tmp_p
     runs = json.loads(CliRunner().invoke(app, ["results", "term-k8s", "--format", "json"]).output)
     assert [(r["status"], r["reason"]) for r in runs] == [("cancelled", "cancelled by the user")]
 
-
-def wait_for(condition, seconds: float = 30) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.05)
 
 
 def _pod(rtype: str, index: int, **status) -> dict:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 from k8s_cluster import Cluster
+from support.timing import wait_for
 
 PODS = ("", "v1", "pods")
 
@@ -106,12 +107,6 @@ def test_an_mpijob_of_training_operator_v1_keeps_its_workers_up_for_the_launcher
     (run,) = run_spec(job_spec("MPIJob", 2, REPORT, extra=extra)).runs
     assert run.status == "succeeded", run.reason
 
-
-def wait_for(condition, seconds: float = 20) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.05)
 
 
 # --- HIGH-4: kubebench's clock first, logs before delete, one state everywhere -------------------------

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from k8s_emulator import ApiError, Emulator, Faults, Store
+from support.timing import wait_for
 
 from kubebench.backends.kube.api import Api, Resource
 from kubebench.backends.kube.config import KubernetesConfig
@@ -24,12 +25,6 @@ def job(name: str, experiment: str = "e1") -> dict:
             "metadata": {"name": name, "labels": {"kubebench.io/experiment": experiment}},
             "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}}}}
 
-
-def wait_for(condition, seconds: float = 10) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.02)
 
 
 @pytest.fixture
@@ -109,7 +104,8 @@ def test_a_watch_request_answered_410_lists_again(emulator: Emulator, informer: 
 def test_a_lasting_refusal_is_reported_a_passing_one_is_not(emulator: Emulator, informer: Informer) -> None:
     emulator.refuse[("GET", "jobs")] = ApiError(503, "ServiceUnavailable", "busy")
     emulator.drop_watches()
-    time.sleep(0.5)
+    # the informer keeps trying through a 503: refused twice, and still no error reported
+    wait_for(lambda: sum(r.code == 503 for r in list(emulator.requests)) >= 2, 10, "two refused requests")
     assert informer.error is None
     emulator.refuse[("GET", "jobs")] = ApiError(403, "Forbidden", 'jobs.batch is forbidden: cannot watch resource "jobs"')
     wait_for(lambda: informer.error is not None)

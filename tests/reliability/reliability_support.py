@@ -6,11 +6,9 @@ import os
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
-import pytest
 from support.timing import scaled
 
 
@@ -61,11 +59,3 @@ def run_processes(home: Path) -> list[psutil.Process]:
             continue
     return found
 
-
-def wait_for(condition, timeout: float = 60, what: str = "condition") -> None:
-    """Poll ``condition()`` until it is true; fail after ``timeout`` seconds (times the time factor)."""
-    deadline = time.monotonic() + scaled(timeout)
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.02)

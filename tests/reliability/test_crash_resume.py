@@ -12,7 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
-from reliability_support import Cli, run_processes, wait_for
+from reliability_support import Cli, run_processes
+from support.timing import wait_for
 
 from kubebench.store.store import open_store
 

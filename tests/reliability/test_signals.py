@@ -13,8 +13,8 @@ from pathlib import Path
 
 import psutil
 import pytest
-from reliability_support import Cli, run_processes, wait_for
-from support.timing import scaled
+from reliability_support import Cli, run_processes
+from support.timing import scaled, wait_for
 
 from kubebench.store.store import open_store
 
