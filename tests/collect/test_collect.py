@@ -246,6 +246,29 @@ def test_a_plugin_naming_itself_in_its_error_is_named_once(ctx: RunContext) -> N
     assert collected.error == "post-processor 'mllog' failed: no :::MLLOG lines in any replica log of output/"
 
 
+class BuggyPostprocessor:
+    """A third-party plugin with a bug: it raises something other than PostprocessError."""
+
+    def __init__(self, config: object) -> None:
+        pass
+
+    def run(self, ctx: RunContext) -> dict[str, float]:
+        raise KeyError("step_times")
+
+
+def test_a_plugin_s_bug_fails_the_run_naming_the_plugin_and_the_exception(ctx: RunContext, monkeypatch) -> None:
+    from kubebench import registry
+    from kubebench.spec.base import PluginConfig
+
+    monkeypatch.setitem(registry._BUILTINS["postprocessors"], "buggy", f"{__name__}:BuggyPostprocessor")
+    registry.names.cache_clear()
+    try:
+        collected = collect(ctx, [PluginConfig(kind="buggy")], [])
+    finally:
+        registry.names.cache_clear()
+    assert collected.error == "post-processor 'buggy' failed: KeyError: 'step_times'"
+
+
 @pytest.mark.parametrize(("fields", "items"), [
     ({"items_per_step": 50, "batch_size": 8, "world_size": 2}, 50),  # the workload's own count wins
     ({"items_per_step": 0.5}, 0.5),
