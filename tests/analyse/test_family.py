@@ -67,3 +67,64 @@ def test_goal_and_threshold_decide_the_verdict() -> None:
     assert small.verdict == "unchanged"  # 1.5% slower, confidently within ±10%
     [short] = run_family([Check({}, "ips", "maximize", (1.0,), slower, 0.02)])
     assert short.verdict == "inconclusive"
+
+
+def test_a_change_the_family_does_not_show_is_inconclusive_not_unchanged() -> None:
+    # 10 runs a side at 2% noise, no true change: nothing significant, and the ratio's CI reaches
+    # beyond ±2% — not evidence of no change (compare says the same of a lone trial)
+    rng = np.random.default_rng(5)
+    tests = [Check({"t": i}, "ips", "maximize", tuple(rng.normal(100, 2, 10)), tuple(rng.normal(100, 2, 10)), 0.02)
+             for i in range(5)]
+    outcomes = run_family(tests, "holm")
+    wide = [o for o in outcomes if not (0.98 <= o.comparison.ratio_ci[0] and o.comparison.ratio_ci[1] <= 1.02)]
+    assert wide and all(o.verdict == "inconclusive" for o in wide)
+    assert all(o.verdict == o.comparison.verdict == "unchanged" for o in outcomes if o not in wide)
+
+
+def _runs(experiment: str, trials: dict[int, list[float]]) -> list:
+    from kubebench.store.records import RunRecord
+
+    return [RunRecord(run_id=f"{experiment}-{t}-{r}", experiment_id=experiment, trial_id=f"t{t}", repeat=r, warmup=False,
+                      status="succeeded", params={"t": t}, metrics={"ips": v})
+            for t, values in trials.items() for r, v in enumerate(values)]
+
+
+def test_compare_over_many_trials_keeps_only_the_changes_the_family_shows() -> None:
+    from kubebench.analyse.experiments import compare_experiments
+
+    rng = np.random.default_rng(11)
+    base = {t: list(rng.normal(100, 2, 10)) for t in range(8)} | {8: list(np.linspace(97, 103, 10))}
+    base[9] = base[8]
+    candidate = {t: list(rng.normal(100, 2, 10)) for t in range(8)}
+    candidate[8] = [v - 2.5 for v in base[8]]  # a modest drop: significant alone (p≈0.016), not over 10 trials
+    candidate[9] = [v - 15 for v in base[9]]  # a large drop: significant however many trials
+    b, c = _runs("b", base), _runs("c", candidate)
+    alone = {r.params["t"]: r for r in compare_experiments(b, c, "ips", "maximize", correction=None)}
+    holm = {r.params["t"]: r for r in compare_experiments(b, c, "ips", "maximize")}
+    assert alone[8].comparison.verdict == "regressed" and alone[8].correction == ""
+    assert holm[8].comparison.verdict == "inconclusive" and holm[8].adjusted_p >= 0.05
+    assert holm[8].comparison.reason.startswith("significant alone (p=") and "over the 10 trials" in holm[8].comparison.reason
+    assert holm[9].comparison.verdict == "regressed" and holm[9].adjusted_p < 0.05
+    assert holm[9].to_dict()["correction"] == "holm" and holm[9].to_dict()["adjusted_p"] == holm[9].adjusted_p
+    # one trial alone: judged as compare() judges it, whatever the correction
+    lone = compare_experiments(_runs("b", {8: base[8]}), _runs("c", {8: candidate[8]}), "ips", "maximize")
+    assert lone[0].comparison.verdict == "regressed"
+
+
+def test_compare_s_family_wise_false_alarms_over_20_equal_trials_stay_under_alpha() -> None:
+    from kubebench.analyse.experiments import compare_experiments
+
+    # as compare() promises of one trial, per direction: a false "regressed" anywhere in the family at
+    # most alpha of the time, a false "improved" too (200 families: 2.5% and 3.0%; uncorrected 44% and 52%)
+    rng = np.random.default_rng(2026)
+    alarms = {(correction, verdict): 0 for correction in ("holm", None) for verdict in ("regressed", "improved")}
+    families = 60
+    for _ in range(families):
+        b = _runs("b", {t: list(rng.normal(100, 2, 10)) for t in range(20)})
+        c = _runs("c", {t: list(rng.normal(100, 2, 10)) for t in range(20)})
+        for correction in ("holm", None):
+            verdicts = {r.comparison.verdict for r in compare_experiments(b, c, "ips", "maximize", correction=correction)}
+            for verdict in ("regressed", "improved"):
+                alarms[correction, verdict] += verdict in verdicts
+    assert alarms["holm", "regressed"] / families <= 0.05 and alarms["holm", "improved"] / families <= 0.05
+    assert alarms[None, "regressed"] / families > 0.2  # uncorrected, 20 trials cry wolf in many families

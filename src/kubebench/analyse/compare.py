@@ -171,6 +171,17 @@ def _verdict(
     return "inconclusive", f"{why}; the change's 95% CI ({ci}) reaches beyond {band}"
 
 
+def rule_p(c: np.ndarray, b: np.ndarray) -> tuple[float, int]:
+    """The p-value of the decision rule in the observed direction, and that direction (-1/0/+1):
+    ``max`` of the one-sided Welch and Mann–Whitney p (both must agree); (1, 0) when they point
+    opposite ways. The candidate moved when it is below ``alpha`` (finite values, 2+ per side)."""
+    t_p, t_direction = _welch_one_sided(c, b)
+    u_p_two, u_direction = _mann_whitney(c, b)
+    if t_direction == 0 or t_direction != u_direction:
+        return 1.0, 0
+    return max(t_p, u_p_two / 2), t_direction
+
+
 def _welch_one_sided(c: np.ndarray, b: np.ndarray) -> tuple[float, int]:
     """Welch's t-test: (one-sided p in the observed direction, direction of c vs b: -1/0/+1).
 

@@ -6,15 +6,17 @@ Pure: takes the records the store returns and the metric to look at; no I/O.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import SpecError
-from ..rules import COMPARE_THRESHOLD, worker_parameters
+from ..rules import COMPARE_ALPHA, COMPARE_THRESHOLD, worker_parameters
 from ..store.records import FAILED_STATES, RunRecord
 from .checks import check_metric, metric_names  # noqa: F401  (part of this module's API)
 from .compare import Comparison, Goal, compare
+from .family import CORRECTIONS, Correction, adjust, rule_p_of
 from .studies import Overhead, ScalingPoint, overhead, scaling_efficiency
 
 
@@ -39,6 +41,9 @@ class TrialComparison:
     failed: tuple[int, int] = (0, 0)
     #: The base's trial has no trial with its parameters in the candidate.
     missing: bool = False
+    #: The p of the verdict's rule adjusted over every trial compared (nan: not tested), and how.
+    adjusted_p: float = math.nan
+    correction: str = ""
 
     @property
     def no_candidate_values(self) -> str:
@@ -54,7 +59,8 @@ class TrialComparison:
     def to_dict(self) -> dict[str, Any]:
         """The JSON form: ``params``, ``metric``, ``base``, ``candidate``, ``ratio``, ``ratio_ci``, ``p_value``,
         ``verdict``, ``reason``, ``missing``…"""
-        data = {"params": self.params, "metric": self.metric, **self.comparison.to_dict(), "missing": self.missing}
+        data = {"params": self.params, "metric": self.metric, **self.comparison.to_dict(), "missing": self.missing,
+                "adjusted_p": None if math.isnan(self.adjusted_p) else self.adjusted_p, "correction": self.correction}
         data["base"]["failed"], data["candidate"]["failed"] = self.failed
         return data
 
@@ -107,17 +113,35 @@ def _varying(trials: Sequence[TrialValues]) -> set[str]:
 
 
 def compare_experiments(base: Sequence[RunRecord], candidate: Sequence[RunRecord], metric: str, goal: Goal,
-                        threshold: float = COMPARE_THRESHOLD) -> list[TrialComparison]:
+                        threshold: float = COMPARE_THRESHOLD, correction: Correction | None = "holm",
+                        alpha: float = COMPARE_ALPHA) -> list[TrialComparison]:
     """Every trial of the base compared on ``metric`` with the candidate's (verdicts respect ``goal``);
-    a trial the candidate lacks is compared with no values (``inconclusive``, ``missing``)."""
-    rows = []
+    a trial the candidate lacks is compared with no values (``inconclusive``, ``missing``).
+
+    Over several trials, a trial improved or regressed only when its rule's p stays below ``alpha``
+    after ``correction`` over all of them (Holm: the chance of any false verdict ≤ ``alpha``); one
+    significant alone but not over the family is ``inconclusive``, saying so. A single trial is
+    judged as :func:`.compare.compare` judges it."""
+    rows, p_values = [], []
     for b, c in matched_trials(base, candidate, metric):
         values, failed = (c.values, c.failed) if c is not None else ((), 0)
-        comparison = compare(b.values, values, goal=goal, threshold=threshold)
+        comparison = compare(b.values, values, goal=goal, threshold=threshold, alpha=alpha)
         if c is None:
             comparison = replace(comparison, reason="the trial is missing from the candidate")
         rows.append(TrialComparison(b.params, metric, comparison, (b.failed, failed), missing=c is None))
-    return rows
+        p_values.append(rule_p_of(b.values, values)[0])
+    if correction is None:
+        return rows
+    tested = sum(not math.isnan(p) for p in p_values)
+    adjusted_rows = []
+    for row, p, adjusted in zip(rows, p_values, adjust(p_values, correction)):
+        comparison = row.comparison
+        if comparison.verdict in ("improved", "regressed") and not adjusted < alpha:
+            comparison = replace(comparison, verdict="inconclusive", reason=(
+                f"significant alone (p={p:.2g}) but not over the {tested} trials compared "
+                f"({CORRECTIONS[correction]}: adjusted p={adjusted:.2g})"))
+        adjusted_rows.append(replace(row, comparison=comparison, adjusted_p=adjusted, correction=correction))
+    return adjusted_rows
 
 
 def overheads(bare: Sequence[RunRecord], platform: Sequence[RunRecord], metric: str,

@@ -11,8 +11,8 @@ either direction (an "improved" is a claim too). Over the family of tests:
   ``alpha`` (false discovery rate): more power on big sweeps, more false alarms allowed.
 
 A test then gives improved or regressed when its adjusted p < ``alpha`` and its ratio CI is not wholly
-within ``1 ± threshold`` (as :func:`.compare.compare` decides); it *fails the gate* when it regressed
-and lost more than its threshold.
+within ``1 ± threshold`` (as :func:`.compare.compare` decides), unchanged when that CI is wholly
+within, inconclusive otherwise; it *fails the gate* when it regressed and lost more than its threshold.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from .compare import Comparison, Goal, Verdict, _mann_whitney, _welch_one_sided, compare
+from .compare import Comparison, Goal, Verdict, compare, rule_p
 
 Correction = Literal["holm", "bh"]
 CORRECTIONS: dict[str, str] = {"holm": "Holm (family-wise error rate)", "bh": "Benjamini–Hochberg (false discovery rate)"}
@@ -58,17 +58,18 @@ class Outcome:
 
 def directional_p(base: Sequence[float], candidate: Sequence[float]) -> tuple[float, int]:
     """(two-sided p of compare's decision rule, direction of candidate vs base: -1/0/+1); nan below 2 values."""
+    p, direction = rule_p_of(base, candidate)
+    return (p if math.isnan(p) else min(1.0, 2 * p)), direction
+
+
+def rule_p_of(base: Sequence[float], candidate: Sequence[float]) -> tuple[float, int]:
+    """(one-sided p of :func:`.compare.compare`'s rule in the observed direction, that direction: -1/0/+1),
+    see :func:`.compare.rule_p`; (nan, 0) below 2 finite values a side."""
     import numpy as np
 
     b = np.asarray([v for v in base if math.isfinite(v)], dtype=float)
     c = np.asarray([v for v in candidate if math.isfinite(v)], dtype=float)
-    if b.size < 2 or c.size < 2:
-        return math.nan, 0
-    t_p, t_dir = _welch_one_sided(c, b)
-    u_p_two, u_dir = _mann_whitney(c, b)
-    if t_dir == 0 or t_dir != u_dir:
-        return 1.0, 0
-    return min(1.0, 2 * max(t_p, u_p_two / 2)), t_dir
+    return rule_p(c, b) if b.size >= 2 and c.size >= 2 else (math.nan, 0)
 
 
 def adjust(p_values: Sequence[float], correction: Correction) -> list[float]:
@@ -105,7 +106,7 @@ def run_family(tests: Sequence[Check], correction: Correction = "holm", alpha: f
 
 def gate_fails(tests: Sequence[Check], correction: Correction = "holm", alpha: float = 0.05) -> bool:
     """Whether :func:`run_family` would fail the gate, comparing (bootstrap CI) only the significant tests:
-    a test whose adjusted p is not below ``alpha`` is unchanged whatever its CI (what simulations use)."""
+    a test whose adjusted p is not below ``alpha`` cannot fail whatever its CI (what simulations use)."""
     raw = [directional_p(t.base, t.candidate) for t in tests]
     adjusted = adjust([p for p, _ in raw], correction)
     for test, (p, direction), adj in zip(tests, raw, adjusted):
@@ -117,11 +118,13 @@ def gate_fails(tests: Sequence[Check], correction: Correction = "holm", alpha: f
 
 
 def _verdict(c: Comparison, direction: int, adjusted_p: float, alpha: float) -> Verdict:
+    """As :func:`.compare.compare` decides, with the family's adjusted p: ``unchanged`` only when the
+    ratio's CI lies within ``1 ± threshold``; a change that is not significant is ``inconclusive``."""
     if c.base.n < 2 or c.candidate.n < 2:
         return "inconclusive"
-    if not adjusted_p < alpha or direction == 0:
-        return "unchanged"
     low, high = c.ratio_ci
     if 1 - c.threshold <= low and high <= 1 + c.threshold:
         return "unchanged"
+    if not adjusted_p < alpha or direction == 0:
+        return "inconclusive"
     return "improved" if (direction > 0) == (c.goal == "maximize") else "regressed"

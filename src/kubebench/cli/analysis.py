@@ -13,6 +13,7 @@ import typer
 
 from ..rules import COMPARE_THRESHOLD
 from . import StoreOpt, app, expected_errors, make_console
+from .check import CorrectionChoice
 
 if TYPE_CHECKING:
     from ..rules import Goal
@@ -60,12 +61,17 @@ def compare(
     threshold: Annotated[float, typer.Option(
         min=0, max=1, help="Relative change within which two experiments count as unchanged, when the whole "
                            "95% CI of the ratio lies inside it.")] = COMPARE_THRESHOLD,
+    correction: Annotated[CorrectionChoice, typer.Option(
+        "--correction", help="Over several trials, significance adjusted by holm (family-wise error rate) or bh "
+                             "(false discovery rate).")] = CorrectionChoice.holm,
     store: StoreOpt = None,
 ) -> None:
     """Compare two experiments trial by trial: ratio of medians with CI, p-value, verdict.
 
     Verdicts: improved / regressed (significant change), unchanged (the ratio's whole CI lies within
-    ±threshold), inconclusive (neither: the reason is printed; more repeats narrow the CI).
+    ±threshold), inconclusive (neither: the reason is printed; more repeats narrow the CI). Over
+    several trials a change must stay significant after Holm's adjustment (or --correction bh), so a
+    sweep of many trials does not report changes by chance.
 
     \b
     Examples:
@@ -83,7 +89,7 @@ def compare(
     gate = parse_fail_on(fail_on) if fail_on else None
     if gate:
         metric_of(base_record, gate[0], base_runs, candidate_runs)  # a typo must not pass the gate
-    rows = compare_experiments(base_runs, candidate_runs, name, goal, threshold)
+    rows = compare_experiments(base_runs, candidate_runs, name, goal, threshold, correction.value)
     if format is CompareFormat.json:
         sys.stdout.write(json.dumps([r.to_dict() for r in rows], indent=2) + "\n")
     else:
@@ -95,7 +101,7 @@ def compare(
     _warn_environments(db, base, candidate)
     if fail_on and gate:
         gated = rows if gate[0] == name else compare_experiments(
-            base_runs, candidate_runs, gate[0], base_record.metric_goal(gate[0])[1], threshold)
+            base_runs, candidate_runs, gate[0], base_record.metric_goal(gate[0])[1], threshold, correction.value)
         _gate(gated, fail_on, gate[1])
 
 

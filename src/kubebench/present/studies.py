@@ -10,6 +10,7 @@ from rich.text import Text
 
 from ..analyse import quality
 from ..analyse.experiments import TrialComparison, params_key
+from ..analyse.family import CORRECTIONS
 from ..analyse.studies import Overhead, ScalingPoint
 from .numbers import percent, short
 from .tables import fixed_line, label, new_table, param_of, params_split
@@ -56,7 +57,8 @@ def comparison_table(rows: Sequence[TrialComparison], base_id: str, candidate_id
     table.add_column("n b/c", justify="right", no_wrap=True)
     if any(any(r.failed) for r in rows):
         table.add_column("failed b/c", justify="right", no_wrap=True)
-    for name in ("base", "cand", "ratio", "95% CI", "p"):
+    family = len(rows) > 1 and any(r.correction for r in rows)
+    for name in ("base", "cand", "ratio", "95% CI", "p") + (("adj. p",) if family else ()):
         table.add_column(name, justify="right", no_wrap=True)
     table.add_column("verdict", no_wrap=True, min_width=len("inconclusive"))
     for row in rows:
@@ -66,12 +68,14 @@ def comparison_table(rows: Sequence[TrialComparison], base_id: str, candidate_id
         if any(any(r.failed) for r in rows):
             cells.append("%d/%d" % row.failed)
         cells += [short(c.base.median, unit), short(c.candidate.median, unit), _ratio(c.ratio),
-                  _ratio_ci(c.ratio_ci), _p(c.p_value)]
+                  _ratio_ci(c.ratio_ci), _p(c.p_value)] + ([_p(row.adjusted_p)] if family else [])
         cells.append(Text("missing" if row.missing else c.verdict, style=VERDICT_STYLE[c.verdict]))
         table.add_row(*cells)
     table.above = [_differences_line(differ, base_fixed or {}, candidate_fixed or {})] if differ else []
     table.above += [line for line in (fixed_line(shared),) if line is not None]
-    return Group(table, *_reasons(rows, swept))
+    notes = [cell(f"p: Mann–Whitney, two-sided; adj. p: the verdict's p adjusted over the {len(rows)} trials "
+                  f"({CORRECTIONS[rows[0].correction]})")] if family else []
+    return Group(table, *notes, *_reasons(rows, swept))
 
 
 def _ratio(value: float) -> str:
