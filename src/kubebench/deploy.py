@@ -23,6 +23,7 @@ image's uid 999) and opts out of Istio sidecar injection, which a Kubeflow profi
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,10 +67,27 @@ class Options:
     store_url: str | None = None
     #: Cron schedule: a CronJob starting a new experiment each time, instead of the runner Job.
     schedule: str | None = None
+    #: Labels of every experiment the runner starts (``run --label``): KEY → VALUE.
+    labels: tuple[tuple[str, str], ...] = ()
     dashboard: bool = True
     node_access: bool = True
     postgres_image: str = POSTGRES_IMAGE
     postgres_size: str = "5Gi"
+
+
+# What a CronJob's schedule takes: five cron fields, or one of the macros (Kubernetes' robfig/cron).
+_CRON_FIELD = r"[0-9A-Za-z*?/,-]+"
+_CRON = re.compile(rf"^(?:@(?:yearly|annually|monthly|weekly|daily|midnight|hourly)|{_CRON_FIELD}(?:\s+{_CRON_FIELD}){{4}})$")
+
+
+def check_schedule(schedule: str) -> str:
+    """``schedule`` stripped, or a SpecError saying what a CronJob schedule looks like."""
+    from .errors import SpecError
+
+    if not _CRON.match(schedule.strip()):
+        raise SpecError(f"invalid --schedule {schedule!r}: expected five cron fields (minute hour day month weekday, "
+                        "e.g. \"0 2 * * *\") or a macro such as @daily")
+    return schedule.strip()
 
 
 def manifests(options: Options | None = None, **given: Any) -> list[dict[str, Any]]:
@@ -203,6 +221,7 @@ def _volumes(o: Options) -> list[dict[str, Any]]:
 
 def _run_args(o: Options, with_id: bool) -> list[str]:
     args = ["run", f"{SPEC_MOUNT}/{o.spec_name}", "--backend", "kubernetes"]
+    args += [arg for key, value in o.labels for arg in ("--label", f"{key}={value}")]
     return args + (["--id", experiment_id(o)] if with_id else [])
 
 

@@ -342,6 +342,29 @@ def test_a_scheduled_deployment_is_a_cronjob_starting_a_new_experiment_each_time
     assert "--id" not in command
 
 
+def test_labels_given_to_deploy_label_every_experiment_the_runner_starts(tmp_path: Path) -> None:
+    # the nightly series grows by itself, each point labelled (kubebench history shows the labels)
+    for args, kind in ((["--schedule", "@daily"], "CronJob"), ([], "Job")):
+        docs = deploy(*args, "--label", "version=1.4.2", "--label", "team=ml", "--no-dashboard")
+        runner = [d for d in docs if d["kind"] == kind][-1]
+        template = runner["spec"]["jobTemplate"]["spec"]["template"] if kind == "CronJob" else runner["spec"]["template"]
+        command = template["spec"]["containers"][0]["command"]
+        assert command[:2] == ["kubebench", "run"]
+        assert " ".join(command).count("--label") == 2
+        assert ["--label", "version=1.4.2", "--label", "team=ml"] == command[command.index("--label"):][:4]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--label", "no-equals"], "invalid --label 'no-equals': expected KEY=VALUE"),
+    (["--schedule", "every night"], "invalid --schedule 'every night': expected five cron fields"),
+    (["--schedule", "0 2 * *"], "invalid --schedule '0 2 * *'"),
+])
+def test_a_bad_label_or_schedule_is_refused_before_any_manifest(args: list[str], message: str) -> None:
+    result = CliRunner().invoke(app, ["deploy", "manifests", *args])
+    assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output
+    assert "apiVersion" not in result.output
+
+
 def test_the_podsecurity_check_catches_what_restricted_refuses() -> None:
     from k8s_podsecurity import violations
 

@@ -26,15 +26,20 @@ def manifests(
     experiment_id: Annotated[Optional[str], typer.Option("--id", help="Experiment the runner Job runs and resumes (default: from the spec).")] = None,
     store_url: Annotated[Optional[str], typer.Option("--store-url", help="An external PostgreSQL (SQLAlchemy URL) instead of a PostgreSQL StatefulSet.")] = None,
     schedule: Annotated[Optional[str], typer.Option("--schedule", help='A CronJob on this schedule ("0 2 * * *"), each run a new experiment, instead of the runner Job.')] = None,
+    label: Annotated[Optional[list[str]], typer.Option(
+        "--label", metavar="KEY=VALUE", help="Label every experiment the runner starts (run --label); repeatable.")] = None,
     dashboard: Annotated[bool, typer.Option("--dashboard/--no-dashboard", help="The read-only dashboard (Deployment + Service).")] = True,
     node_access: Annotated[bool, typer.Option("--node-access/--no-node-access", help="A ClusterRole to read nodes (GPU product in the provenance).")] = True,
 ) -> None:
     """Print the Namespace, claim, store, RBAC, spec ConfigMap, runner (Job or CronJob) and dashboard
     (YAML, for `kubectl apply -f -`)."""
-    from ..deploy import DEFAULT_IMAGE, Options, manifests as build, spec_files_of
+    from ..deploy import DEFAULT_IMAGE, Options, check_schedule, manifests as build, spec_files_of
     from ..errors import SpecError
     from ..runner import dump_yaml
+    from ..store.series_records import parse_labels
 
+    labels = tuple(parse_labels(label or ()).items())  # a bad label or schedule: exit 2 before any YAML
+    schedule = check_schedule(schedule) if schedule is not None else None
     files = None
     if spec is not None:
         try:
@@ -42,5 +47,5 @@ def manifests(
         except OSError as e:
             raise SpecError(f"{spec}: cannot read the spec: {e}") from e
     options = Options(namespace, image or DEFAULT_IMAGE, storage_size, storage_class, files,
-                      spec.name if spec else "benchmark.yaml", experiment_id, store_url, schedule, dashboard, node_access)
+                      spec.name if spec else "benchmark.yaml", experiment_id, store_url, schedule, labels, dashboard, node_access)
     sys.stdout.write("---\n".join(dump_yaml(doc) for doc in build(options)))
