@@ -42,7 +42,8 @@ CASES = (  # label, query string
     ("search: q=00042", "?q=00042"),
     ("deep page: offset=9000", "?offset=9000"),
 )
-READY = "performance.getEntriesByName('experiments-ready')[0]?.startTime ?? null"
+# A function, not an expression: Playwright evaluates an expression with eval, which the page's CSP forbids.
+READY = "() => performance.getEntriesByName('experiments-ready')[0]?.startTime ?? null"
 PARTS = """() => {
   const nav = performance.getEntriesByType('navigation')[0];
   const api = performance.getEntriesByType('resource').find((e) => e.name.includes('/api/experiments'));

@@ -119,7 +119,8 @@ def compare_experiments(base: Sequence[RunRecord], candidate: Sequence[RunRecord
     a trial the candidate lacks is compared with no values (``inconclusive``, ``missing``).
 
     Over several trials, a trial improved or regressed only when its rule's p stays below ``alpha``
-    after ``correction`` over all of them (Holm: the chance of any false verdict ≤ ``alpha``); one
+    after ``correction`` over all of them (Holm: a false ``regressed`` anywhere in the family at most
+    ``alpha`` of the time, a false ``improved`` too); one
     significant alone but not over the family is ``inconclusive``, saying so. A single trial is
     judged as :func:`.compare.compare` judges it."""
     rows, p_values = [], []

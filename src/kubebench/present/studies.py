@@ -73,7 +73,8 @@ def comparison_table(rows: Sequence[TrialComparison], base_id: str, candidate_id
         table.add_row(*cells)
     table.above = [_differences_line(differ, base_fixed or {}, candidate_fixed or {})] if differ else []
     table.above += [line for line in (fixed_line(shared),) if line is not None]
-    notes = [cell(f"p: Mann–Whitney, two-sided; adj. p: the verdict's p adjusted over the {len(rows)} trials "
+    tested = sum(not math.isnan(r.adjusted_p) for r in rows)
+    notes = [cell(f"p: Mann–Whitney, two-sided; adj. p: the verdict's p adjusted over the {tested} trials tested "
                   f"({CORRECTIONS[rows[0].correction]})")] if family else []
     return Group(table, *notes, *_reasons(rows, swept))
 
