@@ -113,15 +113,17 @@ def candidates_of(points: Sequence[Sequence[float]], penalty: float = PENALTY) -
     usable = [p for p in points if p]
     if len(usable) < 2:
         return []
+    import numpy as np  # here: a series too short to split needs no NumPy
+
     positions = [i for i, p in enumerate(points) if p]
-    logs = all(v > 0 for p in usable for v in p)
-    scaled = [[math.log(v) if logs else v for v in p] for p in usable]
-    noise = point_noise(scaled)
+    flat, sizes = _flatten(usable)
+    if (flat > 0).all():
+        flat = np.log(flat)
+    noise = _noise(flat, sizes)
     if not noise > 0:
         return []
-    runs_per_point = sum(len(p) for p in scaled) / len(scaled)
-    pen = penalty * math.log(len(scaled)) * runs_per_point * noise
-    return [positions[b] for b in binary_segmentation(GroupedL2(scaled), len(scaled), pen)]
+    pen = penalty * math.log(len(usable)) * float(sizes.mean()) * noise
+    return [positions[b] for b in binary_segmentation(GroupedL2.of(flat, sizes), len(usable), pen)]
 
 
 def binary_segmentation(cost: "GroupedL2", n: int, pen: float) -> list[int]:
@@ -136,9 +138,7 @@ def binary_segmentation(cost: "GroupedL2", n: int, pen: float) -> list[int]:
 
     def split(start: int, end: int) -> tuple[float, int]:
         if (start, end) not in best:
-            whole = cost.error(start, end)
-            gains = [(whole - cost.error(start, b) - cost.error(b, end), b) for b in range(start + 1, end)]
-            best[(start, end)] = max(gains) if gains else (0.0, -1)
+            best[(start, end)] = cost.best_split(start, end)
         return best[(start, end)]
 
     breakpoints = [n]
@@ -152,22 +152,29 @@ def binary_segmentation(cost: "GroupedL2", n: int, pen: float) -> list[int]:
 
 def point_noise(points: Sequence[Sequence[float]]) -> float:
     """Variance of one point's mean: within-point variance / repeats, or the points' own scatter if larger."""
-    within_ss = sum(_ss(p) for p in points)
-    within_df = sum(len(p) - 1 for p in points)
-    runs_per_point = sum(len(p) for p in points) / len(points)
-    within = within_ss / within_df / runs_per_point if within_df else 0.0
-    means = [sum(p) / len(p) for p in points]
-    diffs = sorted(abs(b - a) for a, b in zip(means, means[1:]))
-    if len(diffs) < 3:
+    return _noise(*_flatten(points))
+
+
+def _flatten(points: Sequence[Sequence[float]]):
+    """(every value in one array, the number of values of each point) of non-empty points."""
+    import numpy as np
+
+    sizes = np.fromiter((len(p) for p in points), dtype=np.intp, count=len(points))
+    return np.fromiter((v for p in points for v in p), dtype=float, count=int(sizes.sum())), sizes
+
+
+def _noise(flat, sizes) -> float:
+    import numpy as np
+
+    owner = np.repeat(np.arange(sizes.size), sizes)
+    means = np.bincount(owner, flat, sizes.size) / sizes
+    within_df = int(sizes.sum()) - sizes.size
+    within = float(((flat - means[owner]) ** 2).sum()) / within_df / float(sizes.mean()) if within_df else 0.0
+    if means.size < 4:
         return within
-    mad = 0.5 * (diffs[(len(diffs) - 1) // 2] + diffs[len(diffs) // 2])
+    mad = float(np.median(np.abs(np.diff(means))))
     between = (mad / 0.6744897501960817) ** 2 / 2  # |a − b| of two N(μ, v) has median 0.674·√(2v)
     return max(within, between)
-
-
-def _ss(values: Sequence[float]) -> float:
-    mean = sum(values) / len(values)
-    return sum((v - mean) ** 2 for v in values)
 
 
 def _pooled(values: list[list[float]], start: int, end: int) -> list[float]:
@@ -184,13 +191,23 @@ class GroupedL2:
     min_size = 1
 
     def __init__(self, points: Sequence[Sequence[float]]) -> None:
-        self._n, self._s, self._s2 = [0], [0.0], [0.0]
+        self._prefix(*_flatten(points))
+
+    @classmethod
+    def of(cls, flat, sizes) -> "GroupedL2":
+        """The cost of points given as every value in one array and the number of values of each."""
+        cost = cls.__new__(cls)
+        cost._prefix(flat, sizes)
+        return cost
+
+    def _prefix(self, flat, sizes) -> None:
+        import numpy as np
+
+        owner = np.repeat(np.arange(sizes.size), sizes)
         # centred first: sums of squares of large values around a small spread would cancel
-        centre = math.fsum(v for p in points for v in p) / sum(len(p) for p in points)
-        for p in points:
-            self._n.append(self._n[-1] + len(p))
-            self._s.append(self._s[-1] + math.fsum(v - centre for v in p))
-            self._s2.append(self._s2[-1] + math.fsum((v - centre) ** 2 for v in p))
+        centred = flat - math.fsum(flat) / flat.size
+        self._n, self._s, self._s2 = (np.concatenate(([0.0], np.cumsum(per))) for per in (
+            sizes.astype(float), np.bincount(owner, centred, sizes.size), np.bincount(owner, centred * centred, sizes.size)))
 
     def fit(self, signal) -> "GroupedL2":
         self.signal = signal.reshape(-1, 1) if signal.ndim == 1 else signal
@@ -199,7 +216,22 @@ class GroupedL2:
     def error(self, start: int, end: int) -> float:
         n = self._n[end] - self._n[start]
         s = self._s[end] - self._s[start]
-        return max(0.0, (self._s2[end] - self._s2[start]) - s * s / n)
+        return max(0.0, float((self._s2[end] - self._s2[start]) - s * s / n))
+
+    def best_split(self, start: int, end: int) -> tuple[float, int]:
+        """(largest fall of the cost when [start, end) is cut in two, where): every cut at once, in NumPy;
+        of equal falls the last, as ``max`` over (fall, cut) pairs picks; (0, -1) when it cannot be cut."""
+        import numpy as np
+
+        cuts = np.arange(start + 1, end)
+        if not cuts.size:
+            return 0.0, -1
+        n, s, s2 = self._n, self._s, self._s2
+        left = np.maximum(0.0, (s2[cuts] - s2[start]) - (s[cuts] - s[start]) ** 2 / (n[cuts] - n[start]))
+        right = np.maximum(0.0, (s2[end] - s2[cuts]) - (s[end] - s[cuts]) ** 2 / (n[end] - n[cuts]))
+        falls = self.error(start, end) - left - right
+        last = falls.size - 1 - int(np.argmax(falls[::-1]))
+        return float(falls[last]), int(cuts[last])
 
     def sum_of_costs(self, bkps: Sequence[int]) -> float:
         edges = [0, *bkps]
