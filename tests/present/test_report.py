@@ -76,3 +76,26 @@ def test_report_is_self_contained_and_its_plots_render_in_chromium(report: Path,
 def test_report_of_an_unknown_experiment_is_a_clear_error(home: Path, tmp_path: Path) -> None:
     result = runner.invoke(app, ["report", "nope", "-o", str(tmp_path / "r.html")])
     assert result.exit_code == 2 and "no experiment 'nope'" in result.output
+
+
+def test_report_shows_the_cost_of_each_trial_and_of_the_candidate_against_the_base(home: Path, tmp_path: Path) -> None:
+    from support.costs import priced_experiment
+
+    from kubebench.settings import settings
+    from kubebench.store.store import open_store
+
+    store = open_store(settings(None).store_url)
+    priced_experiment(store, "priced-base")
+    priced_experiment(store, "priced-cand", speed=2.0)
+    priced_experiment(store, "unpriced", priced=False)
+    path = tmp_path / "cost.html"
+    assert runner.invoke(app, ["report", "priced-base", "priced-cand", "-o", str(path)]).exit_code == 0
+    text = path.read_text()
+    assert text.count("<h3>cost (median)</h3>") == 2  # one table per experiment
+    cells = re.findall(r"<tr><td>batch=(\d+)</td><td>3</td><td>([^<]*)</td><td>([^<]*)</td></tr>", text)
+    assert cells == [("8", "$0.0110", "$0.100"), ("16", "$0.0220", "$0.0500"),  # the base
+                     ("8", "$0.00550", "$0.0500"), ("16", "$0.0110", "$0.0250")]  # twice as fast
+    assert "<th>$/run</th><th>$/M tokens</th>" in text
+    assert "median cost per run: base $0.0160, candidate $0.00800 · $/M tokens candidate/base: 0.500" in text
+    assert runner.invoke(app, ["report", "unpriced", "-o", str(path)]).exit_code == 0
+    assert "cost (median)" not in path.read_text() and "median cost" not in path.read_text()

@@ -143,13 +143,18 @@ def _free_port() -> int:
 
 def _run_replicas(tmp_path: Path, world: int, *args: str) -> list[str]:
     """Start ``world`` replicas as a PyTorchJob's would be; their stdouts once all exited with 0."""
+    return _run_replicas_env(tmp_path, {}, *args, world=world)
+
+
+def _run_replicas_env(tmp_path: Path, env: dict[str, str], *args: str, world: int = 1) -> list[str]:
+    """:func:`_run_replicas` with more environment variables."""
     port = str(_free_port())
     procs = [
         subprocess.Popen(
             _cmd(*args, "--threads", "1"),
             env=_env(MASTER_ADDR="127.0.0.1", MASTER_PORT=port, WORLD_SIZE=str(world), RANK=str(rank),
                      LOCAL_RANK=str(rank), KUBEBENCH_EXP_OUTPUT_PATH=str(tmp_path / f"out{rank}"),
-                     KUBEBENCH_EXP_RESULT_PATH=str(tmp_path / f"result{rank}")),
+                     KUBEBENCH_EXP_RESULT_PATH=str(tmp_path / f"result{rank}"), **env),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
         for rank in range(world)
@@ -203,3 +208,29 @@ def test_ddp_and_fsdp_replicas_stay_in_sync_and_follow_the_same_loss_trajectory(
     assert len(trajectories["ddp"]) == 5
     assert trajectories["fsdp"] == pytest.approx(trajectories["ddp"], rel=1e-4)
     assert trajectories["ddp"][-1] < trajectories["ddp"][0]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_compile_trains_the_same_model_and_reports_its_rate(tmp_path: Path) -> None:
+    # TorchInductor writes C++ and builds it with the system compiler: without one, say so rather than fail
+    import shutil
+
+    if not (shutil.which(os.environ.get("CXX", "g++")) or shutil.which("c++") or shutil.which("clang++")):
+        pytest.skip("torch.compile on a CPU needs a C++ compiler (g++, c++ or clang++): none on PATH")
+    common = ("--steps", "2", "--warmup-steps", "1", "--batch-size", "2", "--seed", "5")
+    runs = {}
+    for compile_ in (False, True):
+        folder = tmp_path / ("compiled" if compile_ else "eager")
+        cache = folder / "inductor"  # its own cache: a compiled kernel must be built here, not found
+        (out,) = _run_replicas_env(folder, {"TORCHINDUCTOR_CACHE_DIR": str(cache)},
+                                   *common, *(["--compile"] if compile_ else []))
+        (metrics,) = _metrics(out)
+        assert metrics["tokens_per_sec"] > 0
+        assert re.search(rf"Compiled\W+{'yes' if compile_ else 'no'}", out), out
+        runs[compile_] = (metrics, json.loads((folder / "out0" / "llm_train.json").read_text())["loss"], cache)
+    (eager, eager_losses, eager_cache), (fast, fast_losses, fast_cache) = runs[False], runs[True]
+    assert not any(eager_cache.rglob("*.py")) and any(fast_cache.rglob("*.py")), "Inductor generated no code"
+    # the same weights and batch: the first loss is computed before any update; fused kernels round differently
+    assert fast["loss_first"] == pytest.approx(eager["loss_first"], rel=1e-4)
+    assert fast_losses == pytest.approx(eager_losses, rel=1e-3) and len(fast_losses) == 3

@@ -93,11 +93,17 @@ def compare(
     if format is CompareFormat.json:
         sys.stdout.write(json.dumps([r.to_dict() for r in rows], indent=2) + "\n")
     else:
+        from ..present.costs import comparison_line
         from ..present.studies import comparison_table
         from ..present.tables import params_split
+        from ..present.text import cell
 
-        make_console().print(comparison_table(rows, base, candidate, unit, params_split([r.params for r in base_runs])[0],
-                                              params_split([r.params for r in candidate_runs])[0]))
+        console = make_console()
+        console.print(comparison_table(rows, base, candidate, unit, params_split([r.params for r in base_runs])[0],
+                                       params_split([r.params for r in candidate_runs])[0]))
+        cost = comparison_line(base_runs, candidate_runs)
+        if cost:
+            console.print(cell(cost))
     _warn_environments(db, base, candidate)
     if fail_on and gate:
         gated = rows if gate[0] == name else compare_experiments(

@@ -18,6 +18,7 @@ from ..errors import SpecError
 from ..rules import COMPARE_THRESHOLD, worker_parameters
 from ..store.records import ExperimentRecord, RunRecord
 from . import figures
+from .costs import comparison_line, cost_html
 from .numbers import metric_unit, percent, short, si
 
 
@@ -39,6 +40,7 @@ def experiment_section(record: ExperimentRecord, runs: Sequence[RunRecord], metr
     section.tables.append(results_html(runs, name, unit))
     trials = trial_values(runs, name)
     swept = figures.swept_parameters(trials)
+    section.tables.append(cost_html(runs, lambda params: figures.label(params, [k for k in params if k not in swept])))
     for parameter in swept:
         section.figures.append(figures.metric_vs_parameter(runs, name, parameter, f"{name} vs {parameter}", unit))
     section.figures.append(figures.distributions(runs, name, f"{name}: runs of each trial", unit))
@@ -85,6 +87,9 @@ def comparison_section(base: ExperimentRecord, base_runs: Sequence[RunRecord], c
              f"{_num(r.comparison.ratio_ci[0])} … {_num(r.comparison.ratio_ci[1])}", _num(r.comparison.p_value),
              "missing" if r.missing else r.comparison.verdict, r.comparison.reason] for r in rows]
     section.tables.append(_table(header, body, text_columns=2))
+    cost = comparison_line(base_runs, candidate_runs)
+    if cost:
+        section.tables.append(f"<p class='cost'>{html.escape(cost)}</p>")
     threshold = rows[0].comparison.threshold if rows else COMPARE_THRESHOLD
     section.figures.append(figures.comparison_chart(rows, f"{name}: {candidate.id} / {base.id}", threshold))
     return section

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from rich import box
@@ -22,6 +22,7 @@ from ..analyse import quality
 from ..analyse.stats import Summary, summarize
 from ..rules import is_telemetry
 from ..store.records import FAILED_STATES, ExperimentRecord, RunRecord, TrialResults
+from .costs import HEADINGS, cost_metrics, usd
 from .numbers import metric_unit, percent, short
 from .text import cell, safe
 
@@ -125,12 +126,15 @@ class MetricChoice:
     units: dict[str, str]
     hidden: list[str]
     telemetry_hidden: int
+    #: ``cost_usd`` and the price per item, shown in columns of their own (when not among ``shown``)
+    cost: list[str] = field(default_factory=list)
 
 
 def choose_metrics(found: Sequence[str], declared: Sequence[Mapping[str, object]], primary: str | None,
                    chosen: Sequence[str] = (), telemetry: bool = False) -> MetricChoice:
     """The metrics to show: ``chosen`` when given; else the declared ones (primary first), or the
-    workload's own when none are declared; telemetry only when asked for."""
+    workload's own when none are declared; telemetry only when asked for; the cost per run and per
+    item whenever the runs carry them."""
     names = [str(m["name"]) for m in declared]
     if chosen:
         shown = list(dict.fromkeys(chosen))
@@ -140,16 +144,17 @@ def choose_metrics(found: Sequence[str], declared: Sequence[Mapping[str, object]
             shown = [primary, *(m for m in shown if m != primary)]
         if telemetry:
             shown += [m for m in found if is_telemetry(m) and m not in shown]
-    rest = [m for m in found if m not in shown]
+    cost = [m for m in cost_metrics(found) if m not in shown]
+    rest = [m for m in found if m not in shown and m not in cost]
     units = {str(m["name"]): str(m.get("unit") or "") for m in declared}
     return MetricChoice(shown, {m: metric_unit(m, units.get(m, "")) for m in shown},
-                        [m for m in rest if not is_telemetry(m)], sum(1 for m in rest if is_telemetry(m)))
+                        [m for m in rest if not is_telemetry(m)], sum(1 for m in rest if is_telemetry(m)), cost)
 
 
 def results_table(trials: Sequence[TrialResults], choice: MetricChoice, title: str = "results") -> RenderableType:
     """One row per trial: swept parameters, run counts (when they differ), the first metric's median
-    with the 95% CI of its mean (± relative half-width) and CV, and the other metrics' medians; the
-    fixed parameters on a line above."""
+    with the 95% CI of its mean (± relative half-width) and CV, the other metrics' medians, and the
+    median cost per run and per item when the runs have one; the fixed parameters on a line above."""
     fixed, swept = params_split([t.params for t in trials])
     counts = {(t.runs_by_status.get("succeeded", 0), _failed(t)) for t in trials}
     same_counts = len(counts) == 1 and next(iter(counts))[1] == 0
@@ -168,6 +173,8 @@ def results_table(trials: Sequence[TrialResults], choice: MetricChoice, title: s
         if index == 0:
             table.add_column("95% CI\nof mean", justify="right", no_wrap=True)
             table.add_column("cv", justify="right", no_wrap=True)
+    for name in choice.cost:
+        table.add_column(f"{HEADINGS[name]}\nmedian", justify="right", no_wrap=True)
     for trial in trials:
         ok, failed = trial.runs_by_status.get("succeeded", 0), _failed(trial)
         row: list[RenderableType] = [cell(param_of(trial.params, p)) for p in swept]
@@ -178,6 +185,7 @@ def results_table(trials: Sequence[TrialResults], choice: MetricChoice, title: s
             row.append(short(s.median, choice.units[name]))
             if index == 0:
                 row += [ci_relative(s), percent(s.cv)]
+        row += [usd(summarize([v[m] for v in trial.metrics if m in v]).median) for m in choice.cost]
         table.add_row(*row, style="red" if failed and not ok else None)
     return _with_fixed(fixed, table)
 

@@ -99,6 +99,11 @@ class RunSummary(_Open):
     metrics: dict[str, float]
 
 
+class CostColumn(BaseModel):
+    name: str
+    heading: str = Field(description="e.g. `$/run`, `$/M tokens`")
+
+
 class ExperimentDetail(_Experiment):
     spec_text: str
     description: str = Field("", description="the spec's description")
@@ -108,6 +113,9 @@ class ExperimentDetail(_Experiment):
     trials: list[Trial]
     runs: list[RunSummary] = Field(description="every run, warm-up runs included (their `warmup` is true)")
     runner_log: Optional[str] = Field(None, description="end of the runner's output (experiments launched here)")
+    cost: Optional[str] = Field(None, description="median cost per run and per item of the counted runs "
+                                                  "(e.g. `$0.0123/run, $1.23/M tokens`); null without prices")
+    cost_columns: list[CostColumn] = Field([], description="cost metrics whose trial medians the trials table shows")
 
 
 class RunDetail(RunSummary):

@@ -10,6 +10,7 @@ from fastapi import HTTPException
 
 from ..analyse.experiments import trial_values
 from ..analyse.stats import summarize
+from ..present.costs import HEADINGS, cost_metrics, experiment_cost
 from ..rules import default_goal, metric_goal
 from ..store.listing import STATES, experiment_state
 from ..store.records import FAILED_STATES, RUN_STATUSES, ExperimentRecord, RunRecord
@@ -100,7 +101,17 @@ def experiment_detail(store: Store, experiment_id: str, active: bool, launched_h
     summary["partial"] = partial(summary["state"], summary["runs_by_status"])
     return {**summary, "spec_text": record.spec_text, "description": description(record), "metrics": metrics,
             "primary_metric": record.primary_metric(), "swept": swept(runs),
-            "trials": trials(runs, [m["name"] for m in metrics]), "runs": [run_summary(r) for r in runs]}
+            "trials": trials(runs, [m["name"] for m in metrics]), "runs": [run_summary(r) for r in runs],
+            **cost(runs)}
+
+
+def cost(runs: Sequence[RunRecord]) -> dict:
+    """``cost``: the median cost per run and per item of the counted runs (null when they have none), and
+    ``cost_columns``: the metrics (with their headings) whose trial medians the trials table adds."""
+    found = experiment_cost(runs)
+    names = cost_metrics(k for r in runs for k in r.metrics)
+    return {"cost": found.text() if found else None,
+            "cost_columns": [{"name": name, "heading": HEADINGS[name]} for name in names]}
 
 
 def description(record: ExperimentRecord) -> str:

@@ -35,6 +35,9 @@ function render(exp) {
   const description = document.getElementById("exp-description");
   description.textContent = exp.description || "";
   description.hidden = !exp.description;
+  const cost = document.getElementById("exp-cost");
+  cost.textContent = exp.cost ? `Cost (median of the runs): ${exp.cost}` : "";
+  cost.hidden = !exp.cost;
   showProgress(exp);
   fillMetrics(exp);
   renderTrials(exp, metric());
@@ -172,6 +175,7 @@ function renderTrials(exp, name) {
     { label: "median", num: true }, { label: "CV", num: true, title: "coefficient of variation: stdev / mean" },
     { label: "min", num: true }, { label: "max", num: true },
     { label: "failed", num: true, title: "runs that failed or timed out" },
+    ...(exp.cost_columns || []).map((c) => ({ label: c.heading, num: true, title: `median ${c.name} of the trial's runs` })),
     ...(cancelled ? [{ label: "cancelled", num: true, title: "runs cancelled (most never started)" }] : [])];
   const body = el("tbody");
   for (const trial of exp.trials) {
@@ -189,6 +193,8 @@ function renderTrials(exp, name) {
       el("td", { class: "num" }, fmtNum(s.min)),
       el("td", { class: "num" }, fmtNum(s.max)),
       el("td", { class: `num${trial.failed ? " bad" : ""}` }, String(trial.failed)),
+      (exp.cost_columns || []).map((c) => el("td", { class: "num", dataset: { cost: c.name } },
+        fmtUsd(((trial.summary || {})[c.name] || {}).median))),
       cancelled ? el("td", { class: "num" }, String(trial.cancelled || 0)) : null));
   }
   if (!exp.trials.length) body.append(el("tr", { class: "placeholder" }, el("td", { colspan: columns.length }, "No trials.")));
@@ -197,6 +203,13 @@ function renderTrials(exp, name) {
   const note = document.getElementById("fixed-params");
   note.textContent = fixed.length ? `Fixed: ${fixed.map((p) => `${p}=${fmtValue(exp.trials[0].params[p])}`).join(", ")}` : "";
   note.hidden = !fixed.length;
+}
+
+/** ``$0.0123``: three significant digits, as the CLI writes a cost. */
+function fmtUsd(x) {
+  if (!Number.isFinite(x)) return "–";
+  if (x === 0) return "$0";
+  return `$${x.toFixed(Math.max(0, 2 - Math.floor(Math.log10(Math.abs(x)))))}`;
 }
 
 function renderRuns(exp, name) {
