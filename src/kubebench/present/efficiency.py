@@ -13,6 +13,7 @@ from ..analyse.reference import ReferenceCheck
 from ..analyse.stats import summarize
 from ..efficiency.cost import ITEMS
 from ..store.records import RunRecord
+from .costs import PRICES
 
 
 def _params(params: dict[str, object]) -> str:
@@ -29,9 +30,8 @@ def efficiency_columns(runs: Sequence[RunRecord]) -> list[tuple[str, str]]:
     columns = [(m, m) for m in ITEMS if m in present]
     columns += [(m, h) for m, h in (("mfu", "MFU"), ("tflops_per_device", "TFLOP/s/dev"),
                                      ("energy_joules", "energy J")) if m in present]
-    for _, (item, scale, usd) in ITEMS.items():
-        columns += [(m, h) for m, h in ((f"joules_per_{item}", f"J/{item}"),
-                                         (usd, f"$/{'M' if scale == 1e6 else 'k'} {item}s")) if m in present]
+    for _, (item, _, usd) in ITEMS.items():
+        columns += [(m, h) for m, h in ((f"joules_per_{item}", f"J/{item}"), (usd, PRICES[usd])) if m in present]
     columns += [("cost_usd", "cost $")] if "cost_usd" in present else []
     return columns
 
