@@ -46,3 +46,15 @@ def test_the_experiment_page_shows_the_cost_per_run_and_per_token(home: Path, br
                   .all_inner_texts()] for i in (1, 2)]
         assert cells == [["$0.0110", "$0.100"], ["$0.0220", "$0.0500"]]
         browsing.assert_clean()
+
+
+def test_the_comparison_carries_both_costs_the_correction_and_each_verdict_s_reason(fresh_web) -> None:
+    priced_experiment(fresh_web.store, "priced-base")
+    priced_experiment(fresh_web.store, "priced-fast", speed=2.0)
+    found = fresh_web.client.get("/api/compare", params={"a": "priced-base", "b": "priced-fast"}).json()
+    assert found["cost"] == ("median cost per run: base $0.0160, candidate $0.00800 · "
+                             "$/M tokens candidate/base: 0.500")
+    assert found["correction"] == "significance adjusted over the 2 trials tested: Holm (family-wise error rate)"
+    assert all(row["reason"] and row["adjusted_p"] is not None for row in found["rows"])
+    priced_experiment(fresh_web.store, "unpriced", priced=False)
+    assert fresh_web.client.get("/api/compare", params={"a": "priced-base", "b": "unpriced"}).json()["cost"] is None

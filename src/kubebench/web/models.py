@@ -160,7 +160,9 @@ class ComparisonRow(_Open):
     ratio: Optional[float] = None
     ci_low: Optional[float] = None
     ci_high: Optional[float] = None
+    adjusted_p: Optional[float] = Field(None, description="the verdict's p adjusted over the trials (Holm)")
     verdict: str
+    reason: str = ""
 
 
 class Comparison(_Open):
@@ -172,6 +174,8 @@ class Comparison(_Open):
     threshold: float = Field(description="relative change below which a difference counts as noise")
     rows: list[ComparisonRow]
     warnings: list[str]
+    correction: str = Field("", description="how significance was adjusted over several trials")
+    cost: Optional[str] = Field(None, description="median cost per run of both, when both carry one")
 
 
 class ServingView(BaseModel):

@@ -169,7 +169,9 @@ def check_state(state: str | None) -> str | None:
 def compare_detail(store: Store, a: str, b: str, metric: str | None, threshold: float) -> dict:
     """Trial-by-trial comparison of two experiments (kubebench.analyse.experiments) and warnings."""
     from ..analyse.experiments import compare_experiments
+    from ..analyse.family import CORRECTIONS
     from ..errors import SpecError
+    from ..present.costs import comparison_line
     from ..provenance import provenance_differences
 
     base = store.experiment(a)
@@ -177,7 +179,8 @@ def compare_detail(store: Store, a: str, b: str, metric: str | None, threshold: 
     name, goal = base.metric_goal(metric)
     warnings: list[str] = []
     try:
-        compared = compare_experiments(store.runs(a), store.runs(b), name, goal, threshold)
+        runs_a, runs_b = store.runs(a), store.runs(b)
+        compared = compare_experiments(runs_a, runs_b, name, goal, threshold)
     except SpecError as e:  # no trials with equal parameters: an answer, not a failure
         compared, warnings = [], [str(e)]
     rows = []
@@ -186,10 +189,14 @@ def compare_detail(store: Store, a: str, b: str, metric: str | None, threshold: 
         low, high = data["ratio_ci"]
         rows.append({"params": row.params, "a": data["base"], "b": data["candidate"], "ratio": data["ratio"],
                      "ci_low": low, "ci_high": high, "change": data["change"], "p_value": data["p_value"],
-                     "verdict": data["verdict"]})
+                     "adjusted_p": data["adjusted_p"], "verdict": data["verdict"], "reason": data["reason"]})
     envs_a, envs_b = store.environments(a), store.environments(b)
     if envs_a and envs_b:
         warnings += [f"environments differ: {line}" for line in provenance_differences(envs_a[0][0], envs_b[0][0])]
     unit = next((str(m.get("unit", "")) for m in base.declared_metrics() if m["name"] == name), "")
+    tested = sum(r.adjusted_p == r.adjusted_p for r in compared)  # not nan: both sides had values
+    correction = (f"significance adjusted over the {tested} trials tested: {CORRECTIONS[compared[0].correction]}"
+                  if tested > 1 else "")
     return {"a": a, "b": b, "metric": name, "unit": unit, "goal": goal, "threshold": threshold, "rows": rows,
-            "warnings": warnings}
+            "warnings": warnings, "correction": correction,
+            "cost": comparison_line(runs_a, runs_b) if compared else None}

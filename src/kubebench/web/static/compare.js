@@ -93,7 +93,7 @@ function renderTable(result, rows) {
       el("td", { class: "num" }, fmtNum(row.ratio)), el("td", { class: "num" }, ci),
       el("td", { class: "num" }, Number.isFinite(row.change) ? `${row.change >= 0 ? "+" : ""}${(row.change * 100).toFixed(1)}%` : "–"),
       el("td", { class: "num" }, fmtNum(row.p_value)),
-      el("td", {}, badge(row.verdict || "–"))));
+      el("td", { title: row.reason || null }, badge(row.verdict || "–"))));
   }
   if (!rows.length) body.append(el("tr", { class: "placeholder" }, el("td", { colspan: labels.length }, "No trials in common.")));
   table.replaceChildren(head, body);
@@ -118,7 +118,8 @@ async function compare() {
     document.getElementById("compare-summary").textContent =
       `${result.metric}${result.unit ? ` (${result.unit})` : ""}${result.goal ? `, ${result.goal}` : ""}: ` +
       `B = ${result.b} against A = ${result.a}. Ratio = median of B / median of A, with a 95% bootstrap CI; ` +
-      `a change within ±${band} (the threshold) is not one that matters.`;
+      `a change within ±${band} (the threshold) is not one that matters.` +
+      (result.correction ? ` Verdicts: ${result.correction}.` : "") + (result.cost ? ` ${result.cost[0].toUpperCase()}${result.cost.slice(1)}.` : "");
     const thresholdInput = document.getElementById("compare-threshold");
     thresholdInput.placeholder = String(result.threshold); // the server's default, whatever it is
     const warnings = clear(document.getElementById("compare-warnings"));
