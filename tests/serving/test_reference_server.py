@@ -1,5 +1,5 @@
-"""The reference server: a real transformer whose KV-cache decoding matches a full recompute, served
-over HTTP with continuous batching, and measured by the load generator."""
+"""The reference server: kubebench's transformer (``llm_model``) whose KV-cache decoding matches its
+full forward, served over HTTP with continuous batching, and measured by the load generator."""
 
 from __future__ import annotations
 
@@ -12,9 +12,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from kubebench.efficiency.flops import TransformerShape  # noqa: E402
 from kubebench.testing.llm_fake import AppThread  # noqa: E402
 from kubebench.workloads import llm_load, llm_server  # noqa: E402
-from kubebench.workloads.llm_engine import Engine, ModelConfig, Sequence, TinyLM, encode  # noqa: E402
+from kubebench.workloads.llm_engine import Engine, ModelConfig, Sequence, build_model, encode  # noqa: E402
+from kubebench.workloads.llm_model import Transformer  # noqa: E402
 
 CFG = ModelConfig(vocab=512, dim=64, layers=2, heads=4, max_seq=128)
 
@@ -39,22 +41,20 @@ def generate(engine: Engine, prompts: list[list[int]], n: int) -> list[list[int]
     return outputs
 
 
-def recompute(model: TinyLM, prompt: list[int], n: int) -> list[int]:
-    """Greedy tokens without a KV cache: the whole sequence through the model at every step."""
+def recompute(model: Transformer, prompt: list[int], n: int) -> list[int]:
+    """Greedy tokens without a KV cache: the whole sequence through the training forward at every step."""
     tokens = list(prompt)
     for _ in range(n):
-        length = len(tokens)
-        cache = [torch.zeros(1, 2, CFG.heads, CFG.max_seq, CFG.dim // CFG.heads) for _ in range(CFG.layers)]
-        mask = torch.ones(length, length, dtype=torch.bool).tril()[None, None]
-        logits = model(torch.tensor([tokens]), torch.arange(length)[None], cache, torch.tensor([0]), mask)
-        best = int(logits.argmax(-1))
-        tokens.append(best if best != 0 else 1 + int(logits[0, 1:].argmax()))
+        with torch.inference_mode():
+            logits = model(torch.tensor([tokens]))[0, -1]
+        best = int(logits.argmax())
+        tokens.append(best if best != 0 else 1 + int(logits[1:].argmax()))
     return tokens[len(prompt):]
 
 
 def test_batched_kv_cache_decoding_equals_a_full_recompute() -> None:
     torch.manual_seed(0)
-    model = TinyLM(CFG, seed=3).eval()
+    model = build_model(CFG, seed=3)
     engine = Engine(model, max_batch=3)
     engine.start()
     try:
@@ -64,6 +64,32 @@ def test_batched_kv_cache_decoding_equals_a_full_recompute() -> None:
         engine.stop()
     assert got == [recompute(model, p, 6) for p in prompts]
     assert engine.stats["tokens_total"] == 24 and engine.free and not engine.running
+
+
+@pytest.mark.parametrize("kv_heads,mlp", [(4, "gelu"), (2, "swiglu"), (1, "swiglu")])
+def test_cached_forward_gives_the_logits_of_the_full_forward(kv_heads: int, mlp: str) -> None:
+    """Prefill of two rows of different lengths, then single-token steps, against the causal forward of
+    each whole sequence; with grouped-query attention the cache holds only the kv heads."""
+    shape = TransformerShape(layers=2, d_model=64, heads=4, kv_heads=kv_heads, ffn=96, vocab=300, seq_len=32, mlp=mlp)
+    torch.manual_seed(1)
+    model = Transformer(shape).eval()
+    caches = model.kv_cache(3)
+    assert caches[0].shape == (3, 2, kv_heads, 32, 16)
+    seqs = {2: torch.randint(1, 300, (12,)).tolist(), 0: torch.randint(1, 300, (9,)).tolist()}
+    lengths = {2: 7, 0: 5}  # tokens prefilled into cache rows 2 and 0; the rest come one step at a time
+    for slot, n in lengths.items():
+        mask = torch.ones(n, n, dtype=torch.bool).tril()[None, None]
+        model.forward_cached(torch.tensor([seqs[slot][:n]]), torch.arange(n)[None], caches, torch.tensor([slot]), mask)
+    for _ in range(4):
+        slots = list(seqs)
+        tokens = torch.tensor([[seqs[s][lengths[s]]] for s in slots])
+        positions = torch.tensor([[lengths[s]] for s in slots])
+        mask = (torch.arange(int(positions.max()) + 1)[None] <= positions)[:, None, None, :]
+        got = model.forward_cached(tokens, positions, caches, torch.tensor(slots), mask)
+        with torch.inference_mode():
+            want = torch.stack([model(torch.tensor([seqs[s][:lengths[s] + 1]]))[0, -1] for s in slots])
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+        lengths = {s: n + 1 for s, n in lengths.items()}
 
 
 @pytest.fixture(scope="module")

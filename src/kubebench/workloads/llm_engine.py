@@ -1,10 +1,11 @@
-"""A small decoder-only transformer in PyTorch with random weights, and the continuous-batching
-engine that serves it: a KV cache per slot, new requests prefilled as they come, and one decode step
-for every running request at a time. What the reference server (``llm_server``) runs.
+"""The continuous-batching engine of the reference server (``llm_server``): a KV cache per slot, new
+requests prefilled as they come, and one decode step for every running request at a time.
 
-The weights are random (seeded): the tokens mean nothing, but the arithmetic, the memory traffic and
-the batching behaviour are those of a real model of this size, which is what a serving benchmark
-measures. The tokenizer maps each whitespace-separated word to one token (a stable hash).
+The model is kubebench's one transformer, :class:`.llm_model.Transformer` (the one ``llm_train``
+trains), sized by a small :class:`ModelConfig` and run through its KV-cache forward. The weights are
+random (seeded): the tokens mean nothing, but the arithmetic, the memory traffic and the batching
+behaviour are those of a real model of this size, which is what a serving benchmark measures. The
+tokenizer maps each whitespace-separated word to one token (a stable hash).
 """
 
 from __future__ import annotations
@@ -17,15 +18,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
-from torch import nn
-from torch.nn import functional as F
+
+from ..efficiency.flops import TransformerShape
+from .llm_model import Transformer
 
 EOS = 0
 
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """Shape of the model; the defaults decode at hundreds of tokens/s on one CPU core."""
+    """Shape of the served model; the defaults decode at hundreds of tokens/s on one CPU core."""
 
     vocab: int = 4096
     dim: int = 128
@@ -33,53 +35,19 @@ class ModelConfig:
     heads: int = 4
     max_seq: int = 1024
 
-
-class Block(nn.Module):
-    """Pre-norm attention and MLP, attending to a slot's cached keys and values."""
-
-    def __init__(self, cfg: ModelConfig) -> None:
-        super().__init__()
-        self.heads = cfg.heads
-        self.ln1, self.ln2 = nn.LayerNorm(cfg.dim), nn.LayerNorm(cfg.dim)
-        self.qkv = nn.Linear(cfg.dim, 3 * cfg.dim)
-        self.proj = nn.Linear(cfg.dim, cfg.dim)
-        self.mlp = nn.Sequential(nn.Linear(cfg.dim, 4 * cfg.dim), nn.GELU(), nn.Linear(4 * cfg.dim, cfg.dim))
-
-    def forward(self, x: torch.Tensor, cache: torch.Tensor, slots: torch.Tensor, positions: torch.Tensor,
-                mask: torch.Tensor) -> torch.Tensor:
-        """``x``: [B, T, D] new tokens at ``positions`` [B, T]; ``cache``: [slots, 2, H, S, hd] of this layer."""
-        b, t, d = x.shape
-        q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
-        rows = slots[:, None].expand(b, t)
-        cache[rows, 0, :, positions] = k.transpose(1, 2)
-        cache[rows, 1, :, positions] = v.transpose(1, 2)
-        length = mask.shape[-1]
-        keys, values = cache[slots, 0, :, :length], cache[slots, 1, :, :length]
-        attended = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask)
-        x = x + self.proj(attended.transpose(1, 2).reshape(b, t, d))
-        return x + self.mlp(self.ln2(x))
+    def shape(self) -> TransformerShape:
+        """The transformer: multi-head attention, a GELU MLP of 4 × dim, tied embeddings."""
+        return TransformerShape(layers=self.layers, d_model=self.dim, heads=self.heads, kv_heads=self.heads,
+                                ffn=4 * self.dim, vocab=self.vocab, seq_len=self.max_seq, mlp="gelu",
+                                tied_embeddings=True)
 
 
-class TinyLM(nn.Module):
-    """Token and position embeddings, ``layers`` blocks, a tied output head."""
-
-    def __init__(self, cfg: ModelConfig, seed: int = 0) -> None:
-        super().__init__()
+def build_model(cfg: ModelConfig, seed: int = 0) -> Transformer:
+    """The model of ``cfg`` with random weights drawn from ``seed`` (the global RNG is left as it was),
+    in eval mode."""
+    with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        self.cfg = cfg
-        self.embed = nn.Embedding(cfg.vocab, cfg.dim)
-        self.pos = nn.Embedding(cfg.max_seq, cfg.dim)
-        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.layers))
-        self.ln = nn.LayerNorm(cfg.dim)
-
-    @torch.inference_mode()
-    def forward(self, tokens: torch.Tensor, positions: torch.Tensor, caches: list[torch.Tensor],
-                slots: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """Logits of the last new token of each row."""
-        x = self.embed(tokens) + self.pos(positions)
-        for block, cache in zip(self.blocks, caches):
-            x = block(x, cache, slots, positions, mask)
-        return self.ln(x[:, -1]) @ self.embed.weight.T
+        return Transformer(cfg.shape()).eval()
 
 
 def encode(text: str | list[int], vocab: int) -> list[int]:
@@ -113,11 +81,9 @@ class Engine:
     """Continuous batching on a thread: admit waiting requests into free slots (prefill), then one
     decode step for all running ones; ``emit(token)`` per token and ``emit(None)`` at the end."""
 
-    def __init__(self, model: TinyLM, max_batch: int) -> None:
-        cfg = model.cfg
+    def __init__(self, model: Transformer, max_batch: int) -> None:
         self.model, self.max_batch = model, max_batch
-        head_dim = cfg.dim // cfg.heads
-        self.caches = [torch.zeros(max_batch, 2, cfg.heads, cfg.max_seq, head_dim) for _ in range(cfg.layers)]
+        self.caches = model.kv_cache(max_batch)
         self.waiting: queue.Queue[Sequence] = queue.Queue()
         self.running: list[Sequence] = []
         self.free = list(range(max_batch))
@@ -166,7 +132,7 @@ class Engine:
         tokens = torch.tensor([seq.prompt])
         positions = torch.arange(n)[None]
         mask = torch.ones(n, n, dtype=torch.bool).tril()[None, None]
-        logits = self.model(tokens, positions, self.caches, torch.tensor([seq.slot]), mask)
+        logits = self.model.forward_cached(tokens, positions, self.caches, torch.tensor([seq.slot]), mask)
         seq.length = n
         self._advance([seq], logits)
 
@@ -176,7 +142,8 @@ class Engine:
         positions = torch.tensor([[s.length] for s in batch])
         longest = max(s.length for s in batch) + 1
         mask = (torch.arange(longest)[None] <= positions)[:, None, None, :]
-        logits = self.model(tokens, positions, self.caches, torch.tensor([s.slot for s in batch]), mask)
+        logits = self.model.forward_cached(tokens, positions, self.caches, torch.tensor([s.slot for s in batch]),
+                                           mask)
         for s in batch:
             s.length += 1
         self._advance(batch, logits)
@@ -192,7 +159,7 @@ class Engine:
             seq.last, seq.produced = token, seq.produced + 1
             self.stats["tokens_total"] += 1
             seq.emit(token)
-            if seq.produced >= seq.max_tokens or token == EOS or seq.length + 1 >= self.model.cfg.max_seq:
+            if seq.produced >= seq.max_tokens or token == EOS or seq.length + 1 >= self.model.shape.seq_len:
                 seq.emit(None)
                 self.free.append(seq.slot)
                 if seq in self.running:

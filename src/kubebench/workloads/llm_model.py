@@ -4,9 +4,16 @@ Pre-norm blocks (RMSNorm), causal self-attention through ``scaled_dot_product_at
 memory-efficient kernels where the device has them) with optional grouped-query attention, a SwiGLU or
 GELU MLP, learned positions, no biases. Its matrix products are exactly those that
 :mod:`kubebench.efficiency.flops` counts (tested against ``torch.utils.flop_counter``).
+
+The one transformer of kubebench: ``llm_train`` trains it through :meth:`Transformer.forward`, and the
+reference server (:mod:`.llm_engine`) serves it through :meth:`Transformer.forward_cached`, which
+runs new tokens against a KV cache (one row per sequence, ``kv_heads`` heads per layer) and gives the
+same logits as the full forward over the whole sequence.
 """
 
 from __future__ import annotations
+
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -31,19 +38,44 @@ class Attention(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         batch, seq, d = x.shape
+        q, k, v = self._project(x)
+        return self.out(_attend(q, k, v, is_causal=True).transpose(1, 2).reshape(batch, seq, d))
+
+    def forward_cached(self, x: torch.Tensor, cache: torch.Tensor, slots: torch.Tensor, positions: torch.Tensor,
+                       mask: torch.Tensor) -> torch.Tensor:
+        """``x``: [B, T, D] new tokens at ``positions`` [B, T] of the sequences in cache rows ``slots``
+        [B]; ``cache``: [rows, 2, kv_heads, S, head_dim] of this layer. Writes the new keys and values
+        into the cache, then attends to the first ``mask.shape[-1]`` cached positions under ``mask``
+        ([B or 1, 1, T, length], True where a query may attend)."""
+        batch, seq, d = x.shape
+        q, k, v = self._project(x)
+        rows = slots[:, None].expand(batch, seq)
+        cache[rows, 0, :, positions] = k.transpose(1, 2)
+        cache[rows, 1, :, positions] = v.transpose(1, 2)
+        length = mask.shape[-1]
+        keys, values = cache[slots, 0, :, :length], cache[slots, 1, :, :length]
+        return self.out(_attend(q, keys, values, attn_mask=mask).transpose(1, 2).reshape(batch, seq, d))
+
+    def _project(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Queries [B, heads, T, hd], keys and values [B, kv_heads, T, hd]."""
+        batch, seq, d = x.shape
         q, k, v = self.qkv(x).split([d, self.kv_heads * self.head_dim, self.kv_heads * self.head_dim], dim=-1)
         q = q.view(batch, seq, self.heads, self.head_dim).transpose(1, 2)
         k = k.view(batch, seq, self.kv_heads, self.head_dim).transpose(1, 2)
         v = v.view(batch, seq, self.kv_heads, self.head_dim).transpose(1, 2)
-        if self.kv_heads == self.heads:
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        elif _SDPA_GQA:
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
-        else:
-            repeat = self.heads // self.kv_heads
-            y = F.scaled_dot_product_attention(q, k.repeat_interleave(repeat, 1), v.repeat_interleave(repeat, 1),
-                                               is_causal=True)
-        return self.out(y.transpose(1, 2).reshape(batch, seq, d))
+        return q, k, v
+
+
+def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool = False,
+            attn_mask: torch.Tensor | None = None) -> torch.Tensor:
+    """``scaled_dot_product_attention`` of ``q`` over ``k`` and ``v``, which may have fewer (kv) heads."""
+    if k.shape[1] == q.shape[1]:
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal)
+    if _SDPA_GQA:
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal, enable_gqa=True)
+    repeat = q.shape[1] // k.shape[1]
+    return F.scaled_dot_product_attention(q, k.repeat_interleave(repeat, 1), v.repeat_interleave(repeat, 1),
+                                          attn_mask=attn_mask, is_causal=is_causal)
 
 
 class Mlp(nn.Module):
@@ -76,6 +108,12 @@ class Block(nn.Module):
         x = x + self.attn(self.attn_norm(x))
         return x + self.mlp(self.mlp_norm(x))
 
+    def forward_cached(self, x: torch.Tensor, cache: torch.Tensor, slots: torch.Tensor, positions: torch.Tensor,
+                       mask: torch.Tensor) -> torch.Tensor:
+        """The block over new tokens, attending to this layer's cache (:meth:`Attention.forward_cached`)."""
+        x = x + self.attn.forward_cached(self.attn_norm(x), cache, slots, positions, mask)
+        return x + self.mlp(self.mlp_norm(x))
+
 
 class Transformer(nn.Module):
     """Tokens (batch × seq) → logits (batch × seq × vocab)."""
@@ -99,6 +137,26 @@ class Transformer(nn.Module):
             # Recomputing each block's activations in backward trades ~1/3 more compute for memory.
             x = checkpoint(block, x, use_reentrant=False) if self.checkpointing and self.training else block(x)
         return self.head(self.norm(x))
+
+    def kv_cache(self, rows: int, dtype: torch.dtype | None = None,
+                 device: torch.device | str | None = None) -> list[torch.Tensor]:
+        """An empty KV cache of ``rows`` sequences of up to ``seq_len`` tokens: one
+        [rows, 2, kv_heads, seq_len, head_dim] tensor per layer, for :meth:`forward_cached`."""
+        s = self.shape
+        return [torch.zeros(rows, 2, s.kv_heads, s.seq_len, s.head_dim, dtype=dtype, device=device)
+                for _ in range(s.layers)]
+
+    @torch.inference_mode()
+    def forward_cached(self, tokens: torch.Tensor, positions: torch.Tensor, caches: list[torch.Tensor],
+                       slots: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Serving: new ``tokens`` [B, T] at ``positions`` [B, T] of the sequences in cache rows ``slots``
+        [B]; their keys and values go into ``caches`` (:meth:`kv_cache`), and they attend to the cached
+        ones under ``mask`` [B or 1, 1, T, length] (True where a query may attend; ``length`` covers
+        every position attended). Returns the logits of each row's last new token [B, vocab]."""
+        x = self.tokens(tokens) + self.positions(positions)
+        for block, cache in zip(self.blocks, caches, strict=True):
+            x = cast(Block, block).forward_cached(x, cache, slots, positions, mask)
+        return self.head(self.norm(x[:, -1]))
 
 
 def _init(module: nn.Module) -> None:

@@ -1,5 +1,6 @@
-"""kubebench's reference LLM server: an OpenAI-compatible HTTP server (streaming SSE) in front of a
-small random-weight transformer with a KV cache and continuous batching (``llm_engine``).
+"""kubebench's reference LLM server: an OpenAI-compatible HTTP server (streaming SSE) in front of
+kubebench's transformer (``llm_model``, random seeded weights) with a KV cache and continuous batching
+(``llm_engine``).
 
     python -m kubebench.workloads.llm_server --port 8000 --max-batch 8 [--layers 2 --dim 128]
 
@@ -20,7 +21,7 @@ import uuid
 
 from aiohttp import web
 
-from .llm_engine import Engine, ModelConfig, Sequence, TinyLM, decode, encode
+from .llm_engine import Engine, ModelConfig, Sequence, build_model, decode, encode
 
 MODEL_NAME = "kubebench-tiny"
 
@@ -43,11 +44,11 @@ class Server:
             return _error(400, f"bad request: {type(e).__name__}: {e}")
         if isinstance(prompt, list) and prompt and isinstance(prompt[0], str):
             prompt = " ".join(prompt)  # a batch of prompts: served as one
-        cfg = self.engine.model.cfg
-        tokens = encode(prompt, cfg.vocab)
-        if max_tokens < 1 or max_tokens >= cfg.max_seq:
-            return _error(400, f"max_tokens must be between 1 and {cfg.max_seq - 1}")
-        tokens = tokens[-(cfg.max_seq - max_tokens):]  # keep the end of a prompt that would not fit
+        shape = self.engine.model.shape
+        tokens = encode(prompt, shape.vocab)
+        if max_tokens < 1 or max_tokens >= shape.seq_len:
+            return _error(400, f"max_tokens must be between 1 and {shape.seq_len - 1}")
+        tokens = tokens[-(shape.seq_len - max_tokens):]  # keep the end of a prompt that would not fit
         out: asyncio.Queue[int | None] = asyncio.Queue()
         loop = asyncio.get_running_loop()
         seq = Sequence(tokens, max_tokens, lambda t: loop.call_soon_threadsafe(out.put_nowait, t),
@@ -165,7 +166,7 @@ def build_engine(args: argparse.Namespace) -> Engine:
 
     torch.set_num_threads(args.threads)
     cfg = ModelConfig(args.vocab, args.dim, args.layers, args.heads, args.max_seq)
-    engine = Engine(TinyLM(cfg, args.seed).eval(), args.max_batch)
+    engine = Engine(build_model(cfg, args.seed), args.max_batch)
     engine.start()
     return engine
 
