@@ -8,7 +8,7 @@ interrupted, what they left running is stopped, and they are redone (see ``attem
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import replace
 from typing import TYPE_CHECKING, Callable, Protocol
 
@@ -166,15 +166,24 @@ def _adaptive_rounds(experiment: Experiment, policy: AdaptiveRepeats, store: Sto
         repeat += 1
 
 
+#: How often the main thread wakes while runs are in flight in other threads (see :func:`_in_parallel`).
+SIGNAL_CHECK_SECONDS = 0.2
+
+
 def _in_parallel(runs: list[Run], width: int, one: Callable[[Run], None], backend: Backend) -> None:
     """``one(run)`` for every run, ``width`` at a time; on any error or Ctrl-C, cancel all in flight."""
     if not runs:
         return
     pool = ThreadPoolExecutor(max_workers=min(width, len(runs)), thread_name_prefix="kubebench-run")
-    futures = [pool.submit(one, run) for run in runs]
     try:
-        for future in as_completed(futures):
-            future.result()
+        pending = {pool.submit(one, run) for run in runs}
+        while pending:
+            # Never one long blocking wait: a signal that lands on a worker thread (the kernel gives a
+            # process's signal to any thread) runs its Python handler, KeyboardInterrupt included, only
+            # when the main thread runs Python code again: Ctrl-C took until a run ended (CI 2026-12-01).
+            done, pending = wait(pending, timeout=SIGNAL_CHECK_SECONDS, return_when=FIRST_COMPLETED)
+            for future in done:
+                future.result()
     except BaseException:
         backend.interrupt()  # each waiting thread cancels its own job
         pool.shutdown(wait=True, cancel_futures=True)

@@ -3,7 +3,6 @@ interrupt that cancels every job in flight in every thread."""
 
 from __future__ import annotations
 
-import os
 import signal
 import threading
 import time
@@ -49,16 +48,27 @@ def test_warmups_end_before_counted_runs_start(cluster: Cluster, run_spec) -> No
 def test_interrupt_cancels_the_jobs_in_flight_in_every_thread(cluster: Cluster, run_spec) -> None:
     operator = cluster.operator
 
+    missed: list[str] = []
+
     def interrupt_when_running() -> None:
-        wait_for(lambda: len([j for j in list(operator.jobs.values()) if any(r.state == "running" for r in j.replicas)]) == 3,
-                 30, "three jobs running")
-        os.kill(os.getpid(), signal.SIGINT)
+        # the first three jobs' pods start in seconds here, in ~30 s beside two test suites (CI run
+        # 2026-12-01): the wait is only a ceiling. Interrupted either way, so a miss fails at once.
+        try:
+            wait_for(lambda: len([j for j in list(operator.jobs.values())
+                                  if any(r.state == "running" for r in j.replicas)]) == 3, 90, "three jobs running")
+        except AssertionError as e:
+            missed.append(str(e))
+        # Ctrl-C as the kernel may deliver it: to a thread other than the main one (here this one).
+        # The runner used to block in one wait for the next run to end, and the interrupt took effect
+        # only then (60 s later, in 1 of ~5 runs of this module with os.kill; every time with this).
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
 
     threading.Thread(target=interrupt_when_running, daemon=True).start()
     started = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
         run_spec(spec(sleep=60, repeats=2), parallelism=3)
-    assert time.monotonic() - started < scaled(30)
+    assert not missed, missed
+    assert time.monotonic() - started < scaled(40)  # not the 60 s a run takes
     assert cluster.api.store.list(("batch", "v1", "jobs"), cluster.namespace)[0] == []
     # the garbage collector deletes the pods, their kubelet stops them
     wait_for(lambda: not cluster.api.store.list(("", "v1", "pods"), cluster.namespace)[0]
