@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import special
 
-from kubebench.analyse.stats import t_quantile
+from kubebench.analyse.stats import t_quantile, t_sf
 
 DFS = [*range(1, 301), 500, 1000, 5000, 20000]
 PS = [1e-6, 0.005, 0.025, 0.1, 0.4, 0.6, 0.75, 0.9, 0.95, 0.975, 0.995, 0.9995, 1 - 1e-6]
@@ -62,3 +62,15 @@ def test_rejects_bad_degrees_of_freedom(df: object) -> None:
 def test_rejects_p_outside_the_open_unit_interval(p: float) -> None:
     with pytest.raises(ValueError, match=r"p must be a probability strictly between 0 and 1"):
         t_quantile(5, p)
+
+
+def test_the_t_tail_matches_scipy_for_fractional_degrees_of_freedom() -> None:
+    # Welch's test has fractional ν: kubebench's own P(T > t) (no scipy.special import) against SciPy's
+    rng = np.random.default_rng(7)
+    cases = [(df, t) for df in (0.7, 1, 1.3, 2.5, 9.2, 58.3, 1000, 1e5) for t in (0, 1e-6, 0.3, 2, 8, 40, 1e4, -3)]
+    cases += [(float(rng.uniform(1, 60)), float(rng.normal(0, 6))) for _ in range(500)]
+    for df, t in cases:
+        expected = float(special.stdtr(df, -t))
+        if expected > 1e-300:
+            assert t_sf(t, df) == pytest.approx(expected, rel=1e-9), (df, t)
+    assert t_sf(float("inf"), 3) == 0.0 and t_sf(float("-inf"), 3) == 1.0 and math.isnan(t_sf(1.0, 0))

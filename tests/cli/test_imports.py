@@ -67,3 +67,24 @@ def test_a_run_that_writes_step_times_still_gets_its_steady_state_metrics(home: 
     [run] = results("steps")
     assert run["metrics"]["warmup_steps_detected"] == 10
     assert abs(run["metrics"]["steady_items_per_sec"] - 80) < 1e-6
+
+
+def test_history_finds_a_change_without_importing_scipy(home: Path) -> None:
+    # importing scipy.special (for the t distribution) cost ~0.4 s of the second `history` takes
+    import numpy as np
+
+    from kubebench.settings import settings
+    from kubebench.store.store import open_store
+    from kubebench.testing.series import store_experiment
+
+    store = open_store(settings().store_url)
+    rng = np.random.default_rng(3)
+    for i in range(12):
+        level = 100.0 if i < 6 else 90.0  # a 10% step at the 7th experiment
+        store_experiment(store, f"step-{i:02d}", "stepping", {"ips": [list(level + rng.normal(0, 1, 10))]},
+                         created_at=1_700_000_000.0 + i)
+    assert imported(("scipy",), "history", "stepping") == []
+    done = subprocess.run([sys.executable, "-m", "kubebench", "history", "stepping", "-f", "json"],
+                          capture_output=True, text=True, timeout=120, check=True)
+    [trial] = json.loads(done.stdout)["trials"]
+    assert [(c["experiment"], c["verdict"]) for c in trial["changes"]] == [("step-06", "regressed")]

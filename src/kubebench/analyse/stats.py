@@ -133,6 +133,55 @@ def t_interval(mean: float, stdev: float, n: int, confidence: float) -> tuple[fl
     return mean - half, mean + half
 
 
+def t_sf(t: float, df: float) -> float:
+    """P(T > t) for Student's t with ``df`` > 0 degrees of freedom, any real (Welch's are fractional).
+
+    Ours rather than ``scipy.special.stdtr``: importing ``scipy.special`` costs ~0.4 s, a third of what
+    ``kubebench history`` may take. P(T > t) = I_x(ν/2, 1/2) / 2 with x = ν / (ν + t²) for t ≥ 0, the
+    regularized incomplete beta function from its continued fraction; within 1e-9 of SciPy, relative
+    (tested, tails down to 1e-300 included).
+    """
+    if math.isnan(t) or not df > 0:
+        return NAN
+    if math.isinf(t):
+        return 0.0 if t > 0 else 1.0
+    # both x and 1 - x computed as ratios: near t = 0 or for huge ν, 1 - x would round away
+    tail = 0.5 * _incomplete_beta(df / 2, 0.5, df / (df + t * t), t * t / (df + t * t))
+    return tail if t >= 0 else 1.0 - tail
+
+
+def _incomplete_beta(a: float, b: float, x: float, y: float) -> float:
+    """The regularized incomplete beta function I_x(a, b), a, b > 0, 0 ≤ x ≤ 1, given y = 1 − x too."""
+    if x <= 0.0:
+        return 0.0
+    if y <= 0.0:
+        return 1.0
+    log_front = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log(y)
+    if x < (a + 1) / (a + b + 2):  # the continued fraction converges fast on this side
+        return math.exp(log_front) * _beta_fraction(a, b, x) / a
+    return 1.0 - math.exp(log_front) * _beta_fraction(b, a, y) / b
+
+
+def _beta_fraction(a: float, b: float, x: float) -> float:
+    """The continued fraction of I_x(a, b) (its terms d_2m and d_2m+1), by the modified Lentz method."""
+    tiny = 1e-300
+
+    def guard(v: float) -> float:
+        return v if abs(v) > tiny else tiny
+
+    c, d = 1.0, 1.0 / guard(1.0 - (a + b) * x / (a + 1))
+    fraction = d
+    for m in range(1, 1000):
+        for term in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+                     -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+            d = 1.0 / guard(1.0 + term * d)
+            c = guard(1.0 + term / c)
+            fraction *= c * d
+        if abs(c * d - 1.0) < 1e-16:
+            break
+    return fraction
+
+
 def t_quantile(df: int, p: float) -> float:
     """The p-quantile of Student's t distribution with ``df`` (an integer >= 1) degrees of freedom.
 
