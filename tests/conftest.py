@@ -191,3 +191,18 @@ def s3(s3_server, monkeypatch: pytest.MonkeyPatch, request):
     clear_client_caches()
     yield f"s3://{bucket}"
     clear_client_caches()
+
+
+@pytest.fixture(autouse=True)
+def _signal_handlers_are_left_as_found():
+    """A test that leaves SIGINT or SIGTERM with another handler than it found breaks every later test
+    of Ctrl-C (in random order, any of them): fail it, naming the handler, and put the old one back."""
+    import signal
+
+    found = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    left = {s: signal.getsignal(s) for s in found}
+    for s, handler in found.items():
+        signal.signal(s, handler)
+    changed = {signal.Signals(s).name: repr(h) for s, h in left.items() if h is not found[s]}
+    assert not changed, f"the test left signal handlers changed: {changed}"
