@@ -45,7 +45,15 @@ def test_warmups_end_before_counted_runs_start(cluster: Cluster, run_spec) -> No
     assert max(end for _, end in warm) <= min(start for start, _ in counted)
 
 
-def test_interrupt_cancels_the_jobs_in_flight_in_every_thread(cluster: Cluster, run_spec) -> None:
+def test_interrupt_cancels_the_jobs_in_flight_in_every_thread(cluster: Cluster, tmp_path) -> None:
+    import textwrap
+
+    from kubebench.cancel import Cancel, stop_signals
+    from kubebench.runner import execute, plan_experiment
+    from kubebench.settings import settings
+    from kubebench.spec.load import load_spec
+    from kubebench.store.store import open_store
+
     operator = cluster.operator
 
     missed: list[str] = []
@@ -63,21 +71,25 @@ def test_interrupt_cancels_the_jobs_in_flight_in_every_thread(cluster: Cluster, 
         # only then (60 s later, in 1 of ~5 runs of this module with os.kill; every time with this).
         signal.pthread_kill(threading.get_ident(), signal.SIGINT)
 
+    path = tmp_path / "spec.yaml"
+    path.write_text(textwrap.dedent(spec(sleep=60, repeats=2)).lstrip(), encoding="utf-8")
+    store, cancel = open_store(settings().store_url), Cancel()
+    experiment = plan_experiment(load_spec(path), settings(), "exp-1")
     threading.Thread(target=interrupt_when_running, daemon=True).start()
     started = time.monotonic()
-    with pytest.raises(KeyboardInterrupt):
-        run_spec(spec(sleep=60, repeats=2), parallelism=3)
-    assert not missed, missed
+    # Ctrl-C as `kubebench run` takes it: its handler asks `cancel`, every thread cancels its job.
+    # (Python's default handler, a KeyboardInterrupt in the main thread, went missing in 3 of the
+    # fresh-clone CI runs, the runs then going to their end, without a trace of where it went.)
+    with pytest.raises(KeyboardInterrupt), stop_signals(cancel, "exp-1"):
+        execute(experiment, store, parallelism=3, cancel=cancel)
+    assert cancel.signal == signal.SIGINT and not missed, missed
     assert time.monotonic() - started < scaled(40)  # not the 60 s a run takes
     assert cluster.api.store.list(("batch", "v1", "jobs"), cluster.namespace)[0] == []
     # the garbage collector deletes the pods, their kubelet stops them
     wait_for(lambda: not cluster.api.store.list(("", "v1", "pods"), cluster.namespace)[0]
              and all(p.poll() is not None for p in operator.processes()), 30, "the pods gone and their processes stopped")
     assert len(operator.processes()) == 3
-    from kubebench.settings import settings
-    from kubebench.store.store import open_store
-
-    runs = open_store(settings().store_url).runs("exp-1")
+    runs = store.runs("exp-1")
     assert sorted(r.status for r in runs) == ["cancelled"] * 3 + ["pending"] * 3
 
 
