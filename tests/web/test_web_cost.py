@@ -54,7 +54,7 @@ def test_the_comparison_carries_both_costs_the_correction_and_each_verdict_s_rea
     found = fresh_web.client.get("/api/compare", params={"a": "priced-base", "b": "priced-fast"}).json()
     assert found["cost"] == ("median cost per run: base $0.0160, candidate $0.00800 · "
                              "$/M tokens candidate/base: 0.500")
-    assert found["correction"] == "significance adjusted over the 2 trials tested: Holm (family-wise error rate)"
+    assert found["correction"] == "the verdict's p adjusted over the 2 trials tested (Holm (family-wise error rate))"
     assert all(row["reason"] and row["adjusted_p"] is not None for row in found["rows"])
     priced_experiment(fresh_web.store, "unpriced", priced=False)
     assert fresh_web.client.get("/api/compare", params={"a": "priced-base", "b": "unpriced"}).json()["cost"] is None

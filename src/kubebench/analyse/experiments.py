@@ -145,6 +145,15 @@ def compare_experiments(base: Sequence[RunRecord], candidate: Sequence[RunRecord
     return adjusted_rows
 
 
+def family_note(rows: Sequence[TrialComparison]) -> str:
+    """``the verdict's p adjusted over the 3 trials tested (Holm (family-wise error rate))``; "" for one
+    trial or none adjusted (what every view of a comparison says under its verdicts)."""
+    tested = sum(not math.isnan(r.adjusted_p) for r in rows)
+    if tested < 2 or not rows[0].correction:
+        return ""
+    return f"the verdict's p adjusted over the {tested} trials tested ({CORRECTIONS[rows[0].correction]})"
+
+
 def overheads(bare: Sequence[RunRecord], platform: Sequence[RunRecord], metric: str,
               goal: Goal) -> list[tuple[dict[str, object], Overhead]]:
     """Platform overhead per matched trial: the same spec run bare and through the platform."""

@@ -9,8 +9,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from ..analyse import quality
-from ..analyse.experiments import TrialComparison, params_key
-from ..analyse.family import CORRECTIONS
+from ..analyse.experiments import TrialComparison, family_note, params_key
 from ..analyse.studies import Overhead, ScalingPoint
 from .numbers import percent, short
 from .tables import fixed_line, label, new_table, param_of, params_split
@@ -57,7 +56,8 @@ def comparison_table(rows: Sequence[TrialComparison], base_id: str, candidate_id
     table.add_column("n b/c", justify="right", no_wrap=True)
     if any(any(r.failed) for r in rows):
         table.add_column("failed b/c", justify="right", no_wrap=True)
-    family = len(rows) > 1 and any(r.correction for r in rows)
+    note = family_note(rows)
+    family = bool(note)
     for name in ("base", "cand", "ratio", "95% CI", "p") + (("adj. p",) if family else ()):
         table.add_column(name, justify="right", no_wrap=True)
     table.add_column("verdict", no_wrap=True, min_width=len("inconclusive"))
@@ -73,9 +73,7 @@ def comparison_table(rows: Sequence[TrialComparison], base_id: str, candidate_id
         table.add_row(*cells)
     table.above = [_differences_line(differ, base_fixed or {}, candidate_fixed or {})] if differ else []
     table.above += [line for line in (fixed_line(shared),) if line is not None]
-    tested = sum(not math.isnan(r.adjusted_p) for r in rows)
-    notes = [cell(f"p: Mann–Whitney, two-sided; adj. p: the verdict's p adjusted over the {tested} trials tested "
-                  f"({CORRECTIONS[rows[0].correction]})")] if family else []
+    notes = [cell(f"p: Mann–Whitney, two-sided; adj. p: {note}")] if family else []
     return Group(table, *notes, *_reasons(rows, swept))
 
 

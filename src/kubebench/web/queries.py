@@ -168,8 +168,7 @@ def check_state(state: str | None) -> str | None:
 
 def compare_detail(store: Store, a: str, b: str, metric: str | None, threshold: float) -> dict:
     """Trial-by-trial comparison of two experiments (kubebench.analyse.experiments) and warnings."""
-    from ..analyse.experiments import compare_experiments
-    from ..analyse.family import CORRECTIONS
+    from ..analyse.experiments import compare_experiments, family_note
     from ..errors import SpecError
     from ..present.costs import comparison_line
     from ..provenance import provenance_differences
@@ -178,8 +177,8 @@ def compare_detail(store: Store, a: str, b: str, metric: str | None, threshold: 
     store.experiment(b)  # 404 for an unknown candidate too
     name, goal = base.metric_goal(metric)
     warnings: list[str] = []
+    runs_a, runs_b = store.runs(a), store.runs(b)
     try:
-        runs_a, runs_b = store.runs(a), store.runs(b)
         compared = compare_experiments(runs_a, runs_b, name, goal, threshold)
     except SpecError as e:  # no trials with equal parameters: an answer, not a failure
         compared, warnings = [], [str(e)]
@@ -194,9 +193,6 @@ def compare_detail(store: Store, a: str, b: str, metric: str | None, threshold: 
     if envs_a and envs_b:
         warnings += [f"environments differ: {line}" for line in provenance_differences(envs_a[0][0], envs_b[0][0])]
     unit = next((str(m.get("unit", "")) for m in base.declared_metrics() if m["name"] == name), "")
-    tested = sum(r.adjusted_p == r.adjusted_p for r in compared)  # not nan: both sides had values
-    correction = (f"significance adjusted over the {tested} trials tested: {CORRECTIONS[compared[0].correction]}"
-                  if tested > 1 else "")
     return {"a": a, "b": b, "metric": name, "unit": unit, "goal": goal, "threshold": threshold, "rows": rows,
-            "warnings": warnings, "correction": correction,
+            "warnings": warnings, "correction": family_note(compared),
             "cost": comparison_line(runs_a, runs_b) if compared else None}

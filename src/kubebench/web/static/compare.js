@@ -119,7 +119,7 @@ async function compare() {
       `${result.metric}${result.unit ? ` (${result.unit})` : ""}${result.goal ? `, ${result.goal}` : ""}: ` +
       `B = ${result.b} against A = ${result.a}. Ratio = median of B / median of A, with a 95% bootstrap CI; ` +
       `a change within ±${band} (the threshold) is not one that matters.` +
-      (result.correction ? ` Verdicts: ${result.correction}.` : "") + (result.cost ? ` ${result.cost[0].toUpperCase()}${result.cost.slice(1)}.` : "");
+      (result.correction ? ` Significance: ${result.correction}.` : "") + (result.cost ? ` ${result.cost[0].toUpperCase()}${result.cost.slice(1)}.` : "");
     const thresholdInput = document.getElementById("compare-threshold");
     thresholdInput.placeholder = String(result.threshold); // the server's default, whatever it is
     const warnings = clear(document.getElementById("compare-warnings"));
