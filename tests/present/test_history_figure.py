@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from kubebench.analyse.history import history
-from kubebench.present.history import SHOWN_TRIALS, history_figure
+from kubebench.present.history import MARKED_POINTS, SHOWN_TRIALS, history_figure
 from kubebench.store.series import read_series
 from kubebench.store.store import open_store
 from kubebench.testing.series import store_experiment
@@ -25,7 +25,7 @@ def test_trials_with_a_change_are_drawn_and_the_rest_beyond_a_few_wait_in_the_le
     histories = history(read_series(store, "wide"), "ips", "maximize")
     assert [h.params["t"] for h in histories if h.changes] == [8]
     figure = history_figure(histories)
-    lines = [trace for trace in figure["data"] if trace.get("mode") == "lines+markers"]
+    lines = [trace for trace in figure["data"] if trace.get("fill") != "toself"]
     drawn = [trace["name"] for trace in lines if trace["visible"] is True]
     assert len(drawn) == SHOWN_TRIALS and "t=8" in drawn
     assert drawn == [f"t={t}" for t in range(SHOWN_TRIALS - 1)] + ["t=8"]  # the changed trial, then the first ones
@@ -33,3 +33,18 @@ def test_trials_with_a_change_are_drawn_and_the_rest_beyond_a_few_wait_in_the_le
     bands = {t["legendgroup"]: t["visible"] for t in figure["data"] if t.get("fill") == "toself"}
     assert bands == {t["legendgroup"]: t["visible"] for t in lines}  # a trial's CI band goes with its line
     assert len(figure["layout"]["shapes"]) == 1  # the change, marked
+
+
+def test_a_long_series_is_drawn_as_a_line_and_a_short_one_with_markers(tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 'kb.db'}")
+    rng = np.random.default_rng(3)
+    for i in range(MARKED_POINTS + 1):
+        values = [list(100 + rng.normal(0, 0.5, 3))]
+        store_experiment(store, f"e{i:03d}", "long", {"ips": values}, params=[{}], created_at=1_700_000_000.0 + i)
+        if i < 5:
+            store_experiment(store, f"s{i:03d}", "short", {"ips": values}, params=[{}], created_at=1_700_000_000.0 + i)
+    for series, mode in (("long", "lines"), ("short", "lines+markers")):
+        (trial,) = history(read_series(store, series), "ips", "maximize")
+        (line,) = [t for t in history_figure([trial])["data"] if t.get("fill") != "toself"]
+        assert line["mode"] == mode, series
+        assert line["customdata"][-1] == ("e100" if series == "long" else "s004")  # every point still there to click
