@@ -3,7 +3,7 @@
 #                                                            that `kubebench deploy manifests` starts
 #   docker build --target cnn    -t kubebench/cnn:0.1.0 .    PyTorch (CPU) + kubebench: the examples
 #                                                            pytorch-cnn, mlperf-trainjob, inference,
-#                                                            kubebench-v1-compat
+#                                                            kubebench-v1-compat, llm-train, llm-serving
 #   docker build --target mpi    -t kubebench/cnn-mpi:0.1.0 . the cnn image + Open MPI, mpi4py and an SSH
 #                                                            server: mpi-cnn (MPIJob launcher and workers)
 #   docker build --target tf     -t kubebench/tf:0.1.0 .     TensorFlow (CPU) + kubebench: tf-cnn

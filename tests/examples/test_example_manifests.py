@@ -5,10 +5,12 @@ decorated them: the examples are meant for clusters, not only for the local back
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from kubebench import registry
 from kubebench.runner import make_backend, plan_experiment
@@ -35,3 +37,31 @@ def test_example_manifests_validate_for_kubernetes(tmp_path: Path, name: str) ->
         manifest = experiment.render(run, make_backend(loaded)).manifest
         assert manifest["kind"] == KINDS[name]
         assert errors_of(manifest) == []
+
+
+def dockerfile_tags() -> set[str]:
+    """The image tags of the Dockerfile's build targets, as its header documents them (``-t TAG``)."""
+    text = (EXAMPLES.parent / "Dockerfile").read_text()
+    return set(re.findall(r"docker build --target \S+ +-t (\S+) \.", text))
+
+
+def images_of(spec: dict) -> list[str]:
+    job = spec.get("job") or {}
+    return [i for i in (job.get("image"), (job.get("server") or {}).get("image")) if i]
+
+
+def example_specs() -> list[Path]:
+    found = [p for p in sorted(EXAMPLES.glob("*/*.yaml")) if isinstance(spec := yaml.safe_load(p.read_text()), dict)
+             and "job" in spec]
+    assert len(found) >= 9
+    return found
+
+
+@pytest.mark.parametrize("spec_file", example_specs(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_example_image_is_built_by_a_dockerfile_target(spec_file: Path) -> None:
+    """On a cluster an example runs only in an image that exists: one this repository builds."""
+    tags = dockerfile_tags()
+    assert {"kubebench:0.1.0", "kubebench/cnn:0.1.0", "kubebench/cnn-mpi:0.1.0", "kubebench/tf:0.1.0"} <= tags
+    spec = yaml.safe_load(spec_file.read_text()) or {}
+    for image in images_of(spec):
+        assert image in tags, f"{spec_file}: image {image} is built by no Dockerfile target ({', '.join(sorted(tags))})"

@@ -84,8 +84,10 @@ def test_a_replicas_later_pod_gets_its_name_and_the_earlier_ones_are_kept(cluste
               containers:
                 - name: main
                   image: python:3.11-slim
-                  command: [python, -c, "import os, sys, kubebench; first = not os.path.exists('{marker}'); open('{marker}', 'a').close(); print('first pod' if first else 'second pod'); first and sys.exit(2); kubebench.report(v=1)"]
+                  command: [python, -c, "import os, sys, time, kubebench; first = not os.path.exists('{marker}'); open('{marker}', 'a').close(); print('first pod' if first else 'second pod', flush=True); first and (time.sleep(1.05 - time.time() % 1), sys.exit(2)); kubebench.report(v=1)"]
         """).lstrip())
+    # the first pod ends in a later second than it was created in: its replacement's creationTimestamp
+    # (whole seconds) is later, as the Job controller's back-off of 10 s or more makes it on a cluster
     text = "name: logs\njob: {template: job.yaml.j2}\nbackend: {kind: kubernetes}\nmetrics: [{name: v}]\ntimeout: 60s\n"
     (run,) = run_spec(text).runs
     assert run.status == "succeeded", run.reason

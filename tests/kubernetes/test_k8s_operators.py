@@ -108,6 +108,26 @@ def test_an_mpijob_of_training_operator_v1_keeps_its_workers_up_for_the_launcher
     assert run.status == "succeeded", run.reason
 
 
+def test_an_mpijobs_workers_stop_with_its_launcher_even_when_nothing_deletes_the_job(cluster: Cluster, run_spec,
+                                                                                     fake_mpirun, monkeypatch) -> None:
+    from kubebench.backends.kube.backend import KubernetesBackend
+
+    stopped = []
+
+    def release(self, handle) -> None:  # the runner killed once the logs were copied: nobody deletes the job
+        job = cluster.operator.jobs[(cluster.namespace, handle.name)]
+        deadline = time.monotonic() + 10
+        while [p for p in job.replicas if p.type == "worker"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        stopped.append(not [p for p in job.replicas if p.type == "worker"])
+        self._release(handle)  # forgotten, not deleted
+
+    monkeypatch.setattr(KubernetesBackend, "release", release)
+    (run,) = run_spec(job_spec("MPIJob", 2, REPORT)).runs
+    assert run.status == "succeeded", run.reason
+    assert stopped == [True]  # the operator stopped the sshd workers itself (cleanPodPolicy: Running): no GPU held
+
+
 
 # --- HIGH-4: kubebench's clock first, logs before delete, one state everywhere -------------------------
 
@@ -266,16 +286,24 @@ def test_every_pod_has_a_dev_shm_and_is_one_replica_of_its_machine(cluster: Clus
 
 
 def test_a_retry_is_judged_by_its_own_pods_not_the_previous_attempts(cluster: Cluster, run_spec, tmp_path: Path) -> None:
-    cluster.api.store.gc_delay = 5.0  # the evicted pod of attempt 1 lingers while attempt 2 runs
-    marker = tmp_path / "evicted"
-    code = f"import os, sys, time; os.path.exists('{marker}') and sys.exit(5); time.sleep(60)"
+    cluster.api.store.gc_delay = 5.0  # the evicted pod of attempt 1 lingers, and goes while attempt 2 runs
+    marker, gone = tmp_path / "evicted", tmp_path / "old-pod-gone"
+    # attempt 2 fails on its own, but only once the old pod's last events (Terminating, DELETED) came
+    code = (f"import os, sys, time; again = os.path.exists('{marker}'); "
+            f"again and [time.sleep(0.05) for _ in iter(lambda: os.path.exists('{gone}'), True)]; "
+            "again and sys.exit(5); time.sleep(60)")
     operator = cluster.operator
 
     def evict_first() -> None:
         wait_for(lambda: any(p.phase == "Running" for j in list(operator.jobs.values()) for p in j.replicas), 60)
         job = next(iter(operator.jobs.values()))
+        old = job.replicas[0].name
         marker.touch()
         operator.evict(job.replicas[0])
+        pods = lambda: [p["metadata"]["name"] for p in cluster.api.store.list(PODS, cluster.namespace)[0]]  # noqa: E731
+        wait_for(lambda: [n for n in pods() if n != old], 60)  # attempt 2's pod beside the old one
+        wait_for(lambda: old not in pods(), 60)
+        gone.touch()
 
     threading.Thread(target=evict_first, daemon=True).start()
     ran = run_spec(job_spec("Job", 1, code) + "retries: 2\n")
