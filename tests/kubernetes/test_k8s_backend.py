@@ -52,6 +52,16 @@ def test_pytorchjob_succeeds_with_logs_per_replica_and_is_deleted(cluster: Clust
              "the job's pods to be garbage collected")
 
 
+def test_the_run_folders_are_writable_by_a_container_of_any_user(cluster: Cluster, run_spec) -> None:
+    # A container running as root on an NFS claim with root_squash is "nobody" there: the folders it
+    # writes must be open to every user, as an emptyDir is (review kubernetes.md MED-12)
+    code = ("import os, stat, kubebench; names = ('KUBEBENCH_EXP_OUTPUT_PATH', 'KUBEBENCH_EXP_RESULT_PATH', 'KUBEBENCH_DATA_ROOT'); "
+            "modes = [stat.S_IMODE(os.stat(os.environ[n]).st_mode) for n in names]; print(modes); "
+            "kubebench.report(v=int(all(m == 0o777 for m in modes)))")
+    (run,) = run_spec(spec(workers=1, code=code)).runs
+    assert (run.status, run.metrics) == ("succeeded", {"v": 1.0}), (run.reason, run.log_tail)
+
+
 def test_a_failing_replica_fails_the_run_with_its_exit_code_and_log(cluster: Cluster, run_spec) -> None:
     # rank 0 waits for its peer, as a DDP master would
     code = "import os, sys, time; print('worker says bye'); os.environ['RANK'] == '1' and sys.exit(3); time.sleep(60)"

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import copy
 import logging
+import os
 import threading
 import time
 import uuid
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from ...errors import BackendError, KubebenchError, SpecError
+from ...errors import BackendError, KubebenchError, SpecError, StorageError
 from ...paths import RunPaths
 from ...render import kinds
 from ..base import Backend, Check, JobStatus, Outcome, PodTelemetry
@@ -140,6 +141,7 @@ class KubernetesBackend(Backend[KubeJob, KubernetesConfig]):
 
     def submit(self, job: RenderedJob, paths: RunPaths) -> KubeJob:
         """Create the job object (after starting the watches that will follow it)."""
+        open_to_pods(paths)
         manifest = copy.deepcopy(job.manifest)
         experiment = (manifest["metadata"].get("labels") or {}).get(EXPERIMENT_LABEL)
         if not experiment:
@@ -386,6 +388,24 @@ class KubernetesBackend(Backend[KubeJob, KubernetesConfig]):
             if obj is not None and obj.get("kind") == "Pod" and _ours(obj, handle):
                 self._observe(handle, [obj])  # a deleted pod's last state too
             handle.wakeup.set()
+
+
+#: The folders a job's pods write into: output, result, and the data folder (datasets made on first use).
+POD_WRITABLE = 0o777
+
+
+def open_to_pods(paths: RunPaths) -> None:
+    """Let the job's containers write the run's folders whatever user they run as, as they write an
+    ``emptyDir``. The runner (non-root) creates them 0755; a container running as root on an NFS claim
+    with ``root_squash`` (the default of EFS, Filestore and NFS provisioners) is "nobody" there, and an
+    ``fsGroup`` does not help, since the kubelet does not change the ownership of NFS volumes.
+    The data folder is shared by experiments: it is opened only by its owner."""
+    for folder in (paths.output, paths.result, paths.data_root):
+        try:
+            if folder != paths.data_root or os.stat(folder).st_uid == os.getuid():
+                os.chmod(folder, POD_WRITABLE)
+        except OSError as e:
+            raise StorageError(f"cannot open {folder} to the job's pods: {e.strerror or e}") from e
 
 
 def _ours(pod: dict, handle: KubeJob) -> bool:
