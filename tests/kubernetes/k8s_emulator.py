@@ -115,6 +115,9 @@ class Emulator:
         self.logs: dict[tuple[str, str, str], ContainerLog] = {}  # (namespace, pod, container) → its log
         self.log_rotate_bytes = 10 * 2**20
         self.refuse: dict[tuple[str, str], ApiError] = {}  # (method, plural) → an error to answer always
+        #: An error to answer every ``follow=true`` log request with (a kubelet, or a proxy on the
+        #: way, that cannot stream); plain log reads still work.
+        self.refuse_follow: ApiError | None = None
         #: RBAC: (verb, group, resource) allowed; None allows everything.
         self.policy: set[tuple[str, str, str]] | None = None
         self.unserved: set[tuple[str, str]] = set()  # (group, version) not served
@@ -267,6 +270,8 @@ class _Handler(BaseHTTPRequestHandler):
                     emu.requests.append(Request(method, url.path, query, 200, fault))
                     return self._watch(emu, route, query)
                 if route[3] == "log" and query.get("follow") == "true":
+                    if emu.refuse_follow is not None:
+                        raise emu.refuse_follow
                     emu.requests.append(Request(method, url.path, query, 200, fault))
                     return self._follow(emu, route, query)
                 code, payload = _handle(emu, method, route, query, body, headers)

@@ -171,6 +171,10 @@ class Store:
         self.kubelets: set[str] = set()
         #: Seconds the garbage collector waits before deleting the dependents of a deleted owner.
         self.gc_delay = 0.05
+        #: Remove a deleted owner's dependents (and theirs), pods too without a grace period, within
+        #: the DELETE itself: the fast end of a cluster, where the collector runs at once and each
+        #: container exits at its SIGTERM. A log read after the DELETE then finds no pod (404).
+        self.instant_cascade = False
         self._orphaned_at: dict[str, float] = {}
         self._rv = itertools.count(1000)
         self.rv = 999
@@ -288,6 +292,8 @@ class Store:
             policy = propagation or ("Orphan" if key == JOBS else "Background")
             if policy == "Orphan":
                 self._orphan(namespace, meta["uid"])
+            elif self.instant_cascade:
+                self._remove_dependents(namespace, meta["uid"])
             graceful = key == PODS and (obj.get("spec") or {}).get("nodeName") in self.kubelets
             if policy == "Foreground" or graceful or meta.get("finalizers"):
                 return self._mark(key, namespace, name, policy == "Foreground")
@@ -309,6 +315,13 @@ class Store:
             if ns == namespace and any(r.get("uid") == uid for r in refs):
                 kept = [r for r in refs if r.get("uid") != uid]
                 self.update(k, ns, n, lambda x, kept=kept: {**x, "metadata": {**x["metadata"], "ownerReferences": kept}})
+
+    def _remove_dependents(self, namespace: str, uid: str) -> None:
+        for (k, ns, n), o in list(self.objects.items()):
+            if ns == namespace and (k, ns, n) in self.objects \
+                    and any(r.get("uid") == uid for r in o["metadata"].get("ownerReferences") or []):
+                self._remove_dependents(ns, o["metadata"]["uid"])
+                self.finalize(k, ns, n)
 
     def finalize(self, key: Key, namespace: str, name: str) -> dict:
         """Remove an object for good (DELETED): its kubelet or the garbage collector is done with it."""

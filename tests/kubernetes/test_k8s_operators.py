@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 from k8s_cluster import Cluster
+from k8s_emulator import ApiError
 from support.timing import wait_for
 
 PODS = ("", "v1", "pods")
@@ -144,6 +145,25 @@ def test_a_runaway_job_times_out_with_its_log_as_on_the_local_backend(cluster: C
     local = run_spec(job_spec(kind, 1, RUNAWAY, timeout="3s").replace("backend: {kind: kubernetes", "backend: {kind: local")
                      .replace(", unschedulable_grace: 30s", ""), "exp-local").runs
     assert [(r.status, r.reason, r.exit_code) for r in local] == [(run.status, run.reason, run.exit_code)]
+
+
+@pytest.mark.parametrize("kind", ["PyTorchJob", "TrainJob", "Job", "MPIJob"])
+def test_a_timed_out_jobs_log_is_read_before_the_job_is_deleted(cluster: Cluster, run_spec, kind: str,
+                                                                 fake_mpirun) -> None:
+    # No stream holds the log (every follow request fails at the kubelet's proxy), and the job's pods
+    # go within its DELETE: the log is there only if it was read before the job was deleted.
+    cluster.api.refuse_follow = ApiError(502, "InternalError", "proxy error from 10.0.0.1:10250 while dialing "
+                                                              "the kubelet: stream closed")
+    cluster.api.store.instant_cascade = True
+    (run,) = run_spec(job_spec(kind, 1, RUNAWAY, timeout="3s")).runs
+    assert (run.status, run.reason) == ("timeout", "timed out after 3s")
+    assert (output_of(cluster, run) / f"{FIRST_LOG[kind]}.log").read_text() == "started\n"
+    requests = list(cluster.api.requests)
+    follows = [r.code for r in requests if r.path.endswith("/log") and r.query.get("follow") == "true"]
+    assert follows and set(follows) == {502}  # the scenario held: no stream
+    deleted = next(i for i, r in enumerate(requests) if r.method == "DELETE" and r.path.endswith(f"/kb-{run.run_id}"))
+    late = [r.code for r in requests[deleted:] if r.path.endswith("/log") and r.query.get("follow") != "true"]
+    assert late and set(late) == {404}  # and a read after the delete finds no pod
 
 
 # --- HIGH-5: Kueue -----------------------------------------------------------------------------------------
