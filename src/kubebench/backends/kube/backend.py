@@ -402,6 +402,7 @@ def open_to_pods(paths: RunPaths) -> None:
     The data folder is shared by experiments: it is opened only by its owner."""
     for folder in (paths.output, paths.result, paths.data_root):
         try:
+            Path(folder).mkdir(parents=True, exist_ok=True)
             if folder != paths.data_root or os.stat(folder).st_uid == os.getuid():
                 os.chmod(folder, POD_WRITABLE)
         except OSError as e:
