@@ -47,13 +47,16 @@ def parse_metric_lines(lines: Iterable[str]) -> dict[str, float]:
 
 
 def replica_logs(output: Path) -> list[Path]:
-    """The replicas' logs (``<type>-<index>.log``) in rank order: master/chief/launcher first."""
+    """The replicas' logs (``<type>-<index>.log``) in rank order: master/chief/launcher first.
+
+    Only regular files: a folder or a FIFO a workload named ``*.log`` is no log (opening a FIFO
+    would wait for a writer that never comes)."""
 
     def order(path: Path) -> tuple[int, int, str]:
         rtype, _, index = path.stem.rpartition("-")
         return replica_rank(rtype), int(index) if index.isdigit() else 0, path.name
 
-    return sorted(output.glob("*.log"), key=order)
+    return sorted((p for p in output.glob("*.log") if p.is_file()), key=order)
 
 
 def bounded_lines(path: Path) -> Iterator[str]:
