@@ -19,9 +19,9 @@ import yaml
 from .backends.base import Backend, Outcome
 from .backends.reasons import with_oom
 from .collect.context import RunContext
-from .collect.metrics import collect, replica_logs
+from .collect.metrics import collect, open_output, replica_logs
 from .efficiency.accounting import account
-from .errors import BackendError, InfrastructureError, StorageError, StoreError
+from .errors import BackendError, InfrastructureError, PostprocessError, StorageError, StoreError
 from .monitor.recorder import RunTelemetry
 from .monitor.reporters import report_run
 from .paths import RunPaths
@@ -253,11 +253,11 @@ def log_tail(output: Path, reason: str) -> str:
         if not logs:
             return ""
         named = [p for p in logs if reason.startswith(p.stem + " ")]
-        with open((named or logs)[0], "rb") as f:
+        with open_output((named or logs)[0]) as f:
             f.seek(0, 2)
             f.seek(max(0, f.tell() - 64_000))
             lines = f.read().decode("utf-8", errors="replace").splitlines()
-    except OSError:
+    except (OSError, PostprocessError):  # gone, unreadable, or no regular file (a FIFO left in its place)
         return ""
     return "\n".join(line if len(line) <= LOG_TAIL_LINE_CHARS else "…" + line[-LOG_TAIL_LINE_CHARS:]
                      for line in lines[-LOG_TAIL_LINES:])

@@ -11,6 +11,18 @@ import typer
 from . import StoreOpt, app, expected_errors, make_console
 
 
+def _token(value: Optional[str]) -> Optional[str]:
+    """The ``--token`` (or ``KUBEBENCH_TOKEN``) given, if a client can send it (exit 2 otherwise)."""
+    from ..web.auth import check_token
+
+    if not value:  # none given (or empty): a new one is made
+        return None
+    try:
+        return check_token(value)
+    except ValueError as e:
+        raise typer.BadParameter(str(e)) from None
+
+
 @app.command()
 @expected_errors
 def serve(
@@ -19,8 +31,9 @@ def serve(
     port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port to listen on.")] = 8080,
     read_only: Annotated[bool, typer.Option("--read-only", help="Serve pages and results only: every change is refused.")] = False,
     token: Annotated[Optional[str], typer.Option(
-        "--token", envvar="KUBEBENCH_TOKEN", show_default=False,
-        help="Token that launching, cancelling and deleting need (default: a new one, printed at start).")] = None,
+        "--token", envvar="KUBEBENCH_TOKEN", show_default=False, callback=_token,
+        help="Token that launching, cancelling and deleting need, of visible ASCII characters "
+             "(default: a new one, printed at start).")] = None,
     allowed_host: Annotated[Optional[list[str]], typer.Option(
         "--allowed-host", show_default=False,
         help="Also answer requests for this host name (repeatable), e.g. the name of a reverse proxy or of "
@@ -45,13 +58,21 @@ def serve(
     if not read_only and not _loopback(host):
         err.print(f"[yellow]warning:[/] listening on {host}, reachable from other machines: anyone with the "
                   "token can launch processes here; use --read-only, or keep the default 127.0.0.1")
+    if read_only:
+        typer.echo(f"kubebench dashboard (read-only): {dashboard_url(host, port)}")
+    else:  # the page keeps the token and takes it out of the address bar
+        typer.echo(f"kubebench dashboard: {dashboard_url(host, port, token)}")
+    uvicorn.Server(uvicorn.Config(web, host=host, port=port, log_level="warning")).run(sockets=[bound])
+
+
+def dashboard_url(host: str, port: int, token: str | None = None) -> str:
+    """The address printed at start; with ``token`` quoted, so that ``&``, ``+`` or ``#`` in it reach
+    the page intact."""
+    from urllib.parse import quote
+
     shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
     url = f"http://{_url_host(shown)}:{port}/"
-    if read_only:
-        typer.echo(f"kubebench dashboard (read-only): {url}")
-    else:  # the page keeps the token and takes it out of the address bar
-        typer.echo(f"kubebench dashboard: {url}?token={token}")
-    uvicorn.Server(uvicorn.Config(web, host=host, port=port, log_level="warning")).run(sockets=[bound])
+    return url if token is None else f"{url}?token={quote(token, safe='')}"
 
 
 def bind(host: str, port: int):

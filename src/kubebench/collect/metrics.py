@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import re
+import stat
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO, TextIO
 
 from .. import METRIC_LINE_PREFIX, METRIC_NAME as METRIC_NAME_PATTERN, limits, registry
 from ..errors import PostprocessError
@@ -47,20 +50,54 @@ def parse_metric_lines(lines: Iterable[str]) -> dict[str, float]:
 
 
 def replica_logs(output: Path) -> list[Path]:
-    """The replicas' logs (``<type>-<index>.log``) in rank order: master/chief/launcher first."""
+    """The replicas' logs (``<type>-<index>.log``) in rank order: master/chief/launcher first.
+
+    Only regular files: a folder or a FIFO a workload named ``*.log`` is no log (opening a FIFO
+    would wait for a writer that never comes)."""
 
     def order(path: Path) -> tuple[int, int, str]:
         rtype, _, index = path.stem.rpartition("-")
         return replica_rank(rtype), int(index) if index.isdigit() else 0, path.name
 
-    return sorted(output.glob("*.log"), key=order)
+    return sorted((p for p in output.glob("*.log") if p.is_file()), key=order)
+
+
+def open_output(path: Path) -> BinaryIO:
+    """A file a workload wrote, opened for reading; PostprocessError when it is no regular file.
+
+    Opened without waiting and checked on the descriptor it returns: a FIFO a workload left as
+    ``result.json`` or a log would otherwise keep the runner waiting for a writer forever, its run
+    ``running`` and its experiment locked."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise PostprocessError(f"{path.parent.name}/{path.name} is {_kind(mode)}, not a regular file")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def open_output_text(path: Path) -> TextIO:
+    """:func:`open_output` as UTF-8 text, undecodable bytes replaced."""
+    return io.TextIOWrapper(open_output(path), encoding="utf-8", errors="replace")
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    return "a socket" if stat.S_ISSOCK(mode) else "a device file"
 
 
 def bounded_lines(path: Path) -> Iterator[str]:
     """The lines of a text file; a line longer than ``limits.LOG_LINE_CHARS`` comes in pieces of
     that size, so that a workload printing a gigabyte without a newline costs no gigabyte here."""
     limit = limits.LOG_LINE_CHARS.value()
-    with open(path, encoding="utf-8", errors="replace") as f:
+    with open_output_text(path) as f:
         while line := f.readline(limit):
             yield line
 
@@ -84,7 +121,7 @@ def read_result_json(path: Path) -> tuple[dict[str, float], dict[str, str]]:
         return {}, {}
     limit = limits.RESULT_BYTES.value()
     try:
-        with open(path, "rb") as f:
+        with open_output(path) as f:
             raw = f.read(limit + 1)
         if len(raw) > limit:
             raise PostprocessError(f"result/result.json is larger than {limit:,} bytes (the limit; "

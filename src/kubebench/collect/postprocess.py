@@ -28,7 +28,7 @@ from ..errors import PostprocessError
 from ..redact import job_environment
 from ..spec.base import PluginConfig, parse_duration
 from .context import RunContext
-from .metrics import METRIC_NAME, parse_metric_lines, to_number
+from .metrics import METRIC_NAME, open_output_text, parse_metric_lines, to_number
 
 if TYPE_CHECKING:
     from _typeshed import WriteableBuffer
@@ -76,7 +76,7 @@ class RegexPostprocessor:
         path = ctx.output / self.config.file
         values: dict[str, _Selected] = {}
         try:
-            with open(path, encoding="utf-8", errors="replace") as f:
+            with open_output_text(path) as f:
                 for match in stream_matches(f, self.pattern):
                     for name, raw in match.groupdict().items():
                         number = to_number(raw)

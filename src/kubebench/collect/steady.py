@@ -14,6 +14,7 @@ from pathlib import Path
 
 from .. import limits
 from ..errors import PostprocessError
+from .metrics import open_output
 from .values import to_number
 
 STEP_FILE = "step_times.json"
@@ -29,7 +30,7 @@ def steady_state_metrics(output: Path) -> tuple[dict[str, float], dict[str, str]
 
     limit = limits.STEP_FILE_BYTES.value()
     try:
-        with open(path, "rb") as f:
+        with open_output(path) as f:
             raw = f.read(limit + 1)
         if len(raw) > limit:
             raise PostprocessError(f"output/{STEP_FILE} is larger than {limit:,} bytes (the limit; "

@@ -17,7 +17,7 @@ from . import files as run_files, models, queries
 from .served import DescriptorResponse
 
 router = APIRouter(prefix="/runs")
-_REPLICA = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+_REPLICA = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 #: Headers of every served run file: outputs are the workload's, never a page of this origin.
 SAFE_HEADERS = {"X-Content-Type-Options": "nosniff", "Content-Security-Policy": "sandbox; default-src 'none'"}
 #: Largest ``tail`` of a log (what the run page shows is far less).
@@ -30,6 +30,11 @@ def _run(request: Request, run_id: str):
     return request.app.state.store.run(run_id)
 
 
+def _is_replica(name: str) -> bool:
+    """Whether ``name`` is one the log route serves: the listing offers no other (``a..b``, ``<svg>``)."""
+    return _REPLICA.fullmatch(name) is not None and ".." not in name
+
+
 def _log_names(run_path: str) -> list[str]:
     """Replica log names (``worker-0``), rank 0 first."""
     if not run_path:
@@ -37,13 +42,13 @@ def _log_names(run_path: str) -> list[str]:
     if is_local(run_path):
         from ..collect.metrics import replica_logs
 
-        return [p.stem for p in replica_logs(local_path(run_path) / "output") if _REPLICA.match(p.stem)]
+        return [p.stem for p in replica_logs(local_path(run_path) / "output") if _is_replica(p.stem)]
     try:
         found = Storage(run_path).files("output")
     except Exception:  # noqa: BLE001  (a folder not uploaded yet, unreachable storage: no logs to offer)
         return []
     return sorted(Path(name).stem for name, _ in found
-                  if name.endswith(".log") and name.count("/") == 1 and _REPLICA.match(Path(name).stem))
+                  if name.endswith(".log") and name.count("/") == 1 and _is_replica(Path(name).stem))
 
 
 @router.get("/{run_id}", response_model=models.RunDetail)
@@ -63,7 +68,7 @@ def log(request: Request, run_id: RunId, replica: str,
             "of what is left out"))] = None) -> Response:
     """The log of one replica (``output/<replica>.log``) as text, up to its size when asked for."""
     record = _run(request, run_id)
-    if not _REPLICA.match(replica) or ".." in replica:
+    if not _is_replica(replica):
         raise HTTPException(400, f"{replica!r} is not a replica name (like worker-0)")
     relative = f"output/{replica}.log"
     root = run_files.run_root(record.path)

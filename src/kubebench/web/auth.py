@@ -18,6 +18,19 @@ def new_token() -> str:
     return secrets.token_urlsafe(24)
 
 
+#: What a token may hold: visible ASCII. An HTTP header carries other characters only as bytes whose
+#: encoding the client picks (curl sends UTF-8, the server reads Latin-1, a browser refuses to send
+#: most of them), so such a token could never be presented.
+TOKEN_RULE = "visible ASCII characters only (letters, digits, punctuation; no spaces, no accents)"
+
+
+def check_token(token: str) -> str:
+    """``token`` if it can be sent in a header as it is; ValueError naming the rule otherwise."""
+    if not token or not all("!" <= c <= "~" for c in token):
+        raise ValueError(f"the token must hold {TOKEN_RULE}: every client must be able to send it in a header")
+    return token
+
+
 def presented_token(request: Request) -> str | None:
     """The token of ``Authorization: Bearer …`` or of the ``X-Kubebench-Token`` header."""
     scheme, _, value = request.headers.get("authorization", "").partition(" ")
