@@ -57,7 +57,7 @@ def test_the_run_folders_are_writable_by_a_container_of_any_user(cluster: Cluste
     # writes must be open to every user, as an emptyDir is (review kubernetes.md MED-12)
     code = ("import os, stat, kubebench; names = ('KUBEBENCH_EXP_OUTPUT_PATH', 'KUBEBENCH_EXP_RESULT_PATH', 'KUBEBENCH_DATA_ROOT'); "
             "modes = [stat.S_IMODE(os.stat(os.environ[n]).st_mode) for n in names]; print(modes); "
-            "kubebench.report(v=int(all(m == 0o777 for m in modes)))")
+            "kubebench.report(v=int(all(m == 0o1777 for m in modes)))")
     (run,) = run_spec(spec(workers=1, code=code)).runs
     assert (run.status, run.metrics) == ("succeeded", {"v": 1.0}), (run.reason, run.log_tail)
 

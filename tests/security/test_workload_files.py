@@ -57,3 +57,42 @@ def test_fifos_and_folders_a_workload_leaves_never_hang_the_runner(tmp_path: Pat
                 "regex": "output/r.txt is a FIFO, not a regular file"}
     for case, phrase in expected.items():
         assert runs[case].status == "failed" and phrase in runs[case].reason, (case, runs[case].reason)
+
+
+# Each trial leaves a link where the runner reads, pointing at a file outside the run (a secret of the
+# runner's machine); a workload running as another user on a shared volume could do the same
+LINKS = r"""
+import os, sys
+out, res, case, secret = (os.environ["KUBEBENCH_EXP_OUTPUT_PATH"], os.environ["KUBEBENCH_EXP_RESULT_PATH"],
+                          sys.argv[1], sys.argv[2])
+print("KUBEBENCH_METRIC x=1", flush=True)
+if case == "extra":
+    os.symlink(secret, os.path.join(out, "extra-0.log"))
+elif case == "log":
+    os.unlink(os.path.join(out, "worker-0.log"))
+    os.symlink(secret, os.path.join(out, "worker-0.log"))
+    sys.exit(3)
+elif case == "result":
+    os.symlink(secret, os.path.join(res, "result.json"))
+"""
+
+
+def test_links_a_workload_leaves_are_never_followed(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.json"
+    secret.write_text('{"stolen": 7}\nKUBEBENCH_METRIC stolen=7\nTOP-SECRET\n', encoding="utf-8")
+    (tmp_path / "job.py").write_text(LINKS, encoding="utf-8")
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump({
+        "name": "links", "telemetry": {"enabled": False}, "metrics": [{"name": "x"}],
+        "job": {"command": ["python", str(tmp_path / "job.py"), "{{ case }}", str(secret)]},
+        "parameters": {"case": ["extra", "log", "result"]},
+    }), encoding="utf-8")
+    home = tmp_path / "home"
+    done = run_cli("run", "spec.yaml", "--id", "links", cwd=tmp_path, timeout=90, env={"KUBEBENCH_HOME": str(home)})
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    runs = {r.params["case"]: r for r in open_store(f"sqlite:///{home / 'kubebench.db'}").runs("links")}
+    assert (runs["extra"].status, runs["extra"].metrics) == ("succeeded", {"x": 1.0})  # a link is no log
+    assert (runs["log"].status, runs["log"].exit_code) == ("failed", 3)
+    assert (runs["result"].status, runs["result"].reason) == (
+        "failed", "result/result.json is a symbolic link, not a regular file")
+    for run in runs.values():
+        assert "TOP-SECRET" not in run.log_tail and "stolen" not in run.metrics, run.params

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import os
@@ -53,13 +54,13 @@ def replica_logs(output: Path) -> list[Path]:
     """The replicas' logs (``<type>-<index>.log``) in rank order: master/chief/launcher first.
 
     Only regular files: a folder or a FIFO a workload named ``*.log`` is no log (opening a FIFO
-    would wait for a writer that never comes)."""
+    would wait for a writer that never comes), nor is a link (it may lead out of the run folder)."""
 
     def order(path: Path) -> tuple[int, int, str]:
         rtype, _, index = path.stem.rpartition("-")
         return replica_rank(rtype), int(index) if index.isdigit() else 0, path.name
 
-    return sorted((p for p in output.glob("*.log") if p.is_file()), key=order)
+    return sorted((p for p in output.glob("*.log") if stat.S_ISREG(p.lstat().st_mode)), key=order)
 
 
 def open_output(path: Path) -> BinaryIO:
@@ -67,8 +68,15 @@ def open_output(path: Path) -> BinaryIO:
 
     Opened without waiting and checked on the descriptor it returns: a FIFO a workload left as
     ``result.json`` or a log would otherwise keep the runner waiting for a writer forever, its run
-    ``running`` and its experiment locked."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    ``running`` and its experiment locked. A link is refused, not followed: a workload running as
+    another user (a pod on a shared volume) could otherwise have the runner read a file of the
+    runner's machine into the run's stored log tail, which the dashboard shows without a token."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError as e:
+        if e.errno != errno.ELOOP:
+            raise
+        raise PostprocessError(f"{path.parent.name}/{path.name} is a symbolic link, not a regular file") from None
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):

@@ -391,7 +391,8 @@ class KubernetesBackend(Backend[KubeJob, KubernetesConfig]):
 
 
 #: The folders a job's pods write into: output, result, and the data folder (datasets made on first use).
-POD_WRITABLE = 0o777
+#: Sticky, as /tmp is: a pod of another user cannot replace the logs the runner writes there.
+POD_WRITABLE = 0o1777
 
 
 def open_to_pods(paths: RunPaths) -> None:

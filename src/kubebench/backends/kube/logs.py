@@ -53,6 +53,9 @@ class RunLogs:
     def __init__(self, api: Api, namespace: str, output: Path, main: frozenset[str]) -> None:
         self.api, self.namespace, self.output, self.main = api, namespace, output, main
         self.folder = output / "pods"
+        # made now, before any pod runs: the output folder is open to the pods (open_to_pods), and a
+        # pod must not get to put a link there first that would lead the runner's writes elsewhere
+        self.folder.mkdir(parents=True, exist_ok=True)
         self._streams: dict[tuple[str, str, int], Stream] = {}
         self._lock = threading.Lock()
         self._closed = False
