@@ -117,13 +117,13 @@ def test_a_serving_run_measures_the_reference_server_through_its_service(cluster
 
 @pytest.mark.slow
 def test_a_server_never_ready_fails_the_run_within_its_startup_timeout(cluster: Cluster, tmp_path: Path) -> None:
-    started = time.monotonic()
-    ran = invoke("run", str(write(tmp_path, FAKE, readiness="/not-here", startup="4s")), "--backend", "kubernetes",
+    started, startup = time.monotonic(), f"{scaled(4):g}s"  # the fake server answers well within it
+    ran = invoke("run", str(write(tmp_path, FAKE, readiness="/not-here", startup=startup)), "--backend", "kubernetes",
                  "--id", "never-ready")
     (run,) = runs("never-ready", ran)
     assert ran.exit_code == 1 and run["status"] == "failed", (ran.output, run["reason"])
     assert time.monotonic() - started < scaled(40)
-    assert run["reason"].startswith("the server was not ready after 4s: server-0 (pod "), run["reason"]
+    assert run["reason"].startswith(f"the server was not ready after {startup}: server-0 (pod "), run["reason"]
     assert "Unhealthy: Startup probe failed: HTTP probe failed with statuscode: 404" in run["reason"], run["reason"]
     output = cluster.home / "experiments" / "never-ready" / run["run_id"] / "output"
     assert (output / "server-0.log").exists()  # its log is kept all the same
@@ -177,3 +177,22 @@ def _evict_the_server_under_load(cluster: Cluster, evicted: Path) -> None:
             evicted.touch()
             return
         time.sleep(0.02)
+
+
+@pytest.mark.slow
+def test_doctor_checks_the_kinds_and_permissions_a_serving_run_uses(cluster: Cluster, tmp_path: Path) -> None:
+    cluster.api.store.update(("", "v1", "persistentvolumeclaims"), cluster.namespace, "kubebench",
+                             lambda o: {**o, "status": {"phase": "Bound"}}, status=True)
+    jobs = [(verb, "batch", "jobs") for verb in ("create", "get", "list", "watch", "delete")]
+    pods = [("get", "", "pods"), ("list", "", "pods"), ("watch", "", "pods"), ("get", "", "pods/log")]
+    cluster.api.allow(*jobs, *pods, ("create", "", "services"), ("get", "", "services"), ("delete", "", "services"),
+                      ("get", "", "persistentvolumeclaims"))
+    result = invoke("doctor", str(write(tmp_path, FAKE)))
+    out = " ".join(result.output.split())
+    assert result.exit_code == 2, out
+    for kind in ("Service (v1)", "Deployment (apps/v1)", "Job (batch/v1)"):
+        assert f"ok {kind}: served" in out
+    # the Service is only created, read and deleted; the Deployment is followed as jobs are
+    assert ("FAIL permissions: not allowed: create deployments.apps (running Deployments); get deployments.apps "
+            "(running Deployments); list deployments.apps (running Deployments); watch deployments.apps (running "
+            "Deployments); delete deployments.apps (running Deployments)") in out

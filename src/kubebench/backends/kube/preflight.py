@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 LOCAL_QUEUES = Resource("kueue.x-k8s.io", "v1beta1", "localqueues", "LocalQueue")
 JOB_VERBS = ("create", "get", "list", "watch", "delete")
+#: A Serving job's Service is created, read (a retried create) and deleted, never watched.
+SERVICE_VERBS = ("create", "get", "delete")
 #: What kubebench does besides its job kinds: (verb, group, resource, needed for).
 OTHER_VERBS = (
     ("get", "", "pods", "following a job's pods"), ("list", "", "pods", "following a job's pods"),
@@ -94,7 +96,8 @@ def doctor(api: Api, config: KubernetesConfig, namespace: str, manifests: list[d
 
 def _access(api: Api, config: KubernetesConfig, namespace: str, manifests: list[dict[str, Any]]) -> list[Check]:
     """A SelfSubjectAccessReview for every verb kubebench uses."""
-    needed = [(verb, r.group, r.plural, f"running {r.kind}s") for r in resources(manifests) for verb in JOB_VERBS]
+    needed = [(verb, r.group, r.plural, f"running {r.kind}s") for r in resources(manifests)
+              for verb in (SERVICE_VERBS if r == SERVICES else JOB_VERBS)]
     needed += list(OTHER_VERBS)
     if config.keep_jobs:
         needed.append(("delete", "", "pods", "stopping the pods of kept jobs"))
