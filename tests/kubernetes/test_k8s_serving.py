@@ -196,3 +196,26 @@ def test_doctor_checks_the_kinds_and_permissions_a_serving_run_uses(cluster: Clu
     assert ("FAIL permissions: not allowed: create deployments.apps (running Deployments); get deployments.apps "
             "(running Deployments); list deployments.apps (running Deployments); watch deployments.apps (running "
             "Deployments); delete deployments.apps (running Deployments)") in out
+
+
+def test_a_server_left_running_by_a_killed_runner_is_reclaimed(cluster: Cluster, tmp_path: Path) -> None:
+    from kubebench.render.serving import kubernetes_objects
+    from kubebench.runner import make_backend, plan_experiment
+    from kubebench.spec.load import load_spec
+
+    loaded = load_spec(write(tmp_path, FAKE))
+    experiment = plan_experiment(loaded, settings(), "reclaimed")
+    backend = make_backend(loaded)
+    try:
+        job = experiment.render(experiment.plan.runs[0], backend)
+        for doc in kubernetes_objects(job.manifest):  # what the killed runner had created
+            key = {"Deployment": DEPLOYMENTS, "Service": SERVICES, "Job": JOBS}[doc["kind"]]
+            # objects that have not ended; without pods here (the deletion is checked, not how pods stop)
+            doc["spec"].update({"suspend": True} if key == JOBS else {"replicas": 0} if key == DEPLOYMENTS else {})
+            cluster.api.store.create(key, cluster.namespace, doc)
+        assert left(cluster) == {"deployments": [f"kb-{job.run_id}-server"], "services": [f"kb-{job.run_id}-server"],
+                                 "jobs": [f"kb-{job.run_id}"]}
+        backend.reclaim([(job, None)])
+        assert left(cluster) == {"deployments": [], "services": [], "jobs": []}
+    finally:
+        backend.close()

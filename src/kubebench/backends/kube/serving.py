@@ -255,8 +255,9 @@ def _delete(backend: KubernetesBackend, handle: ServingJob, resource: Resource, 
 
 
 def reclaim(backend: KubernetesBackend, manifest: dict[str, Any], run_id: str) -> None:
-    """Delete the server an earlier attempt at this run left behind (and its load Job, if running)."""
-    for doc in kubernetes_objects(manifest):
+    """Delete the server an earlier attempt at this run left behind, and its load Job first if it
+    runs (one that has ended is left to :func:`submit`, which replaces it)."""
+    for doc in reversed(kubernetes_objects(manifest)):
         target = KubeJob(doc["metadata"]["name"], backend.namespace, RESOURCES[doc["kind"]], run_id, "", 0)
         found = backend.api.get(target.resource, target.namespace, target.name)
         if found is None or target.resource == JOBS and st.job_phase(found)[0] != "running":
