@@ -44,8 +44,10 @@ JOB_RESOURCES = {
     "trainer.kubeflow.org": ["trainjobs"],
     "batch": ["jobs"],
 }
-#: Exactly the verbs the Kubernetes backend uses on its jobs.
+#: Exactly the verbs the Kubernetes backend uses on its jobs (and on a Serving job's Deployment).
 JOB_VERBS = ["create", "get", "list", "watch", "delete"]
+#: … and on a Serving job's Service.
+SERVICE_VERBS = ["create", "get", "delete"]
 #: Files of a spec's folder that go into the spec ConfigMap (a ConfigMap holds at most 1 MiB).
 SPEC_FILES_MAX_BYTES = 900_000
 ISTIO_OPT_OUT = {"sidecar.istio.io/inject": "false"}
@@ -175,6 +177,9 @@ def _claim(o: Options, labels: dict[str, str]) -> dict[str, Any]:
 def _rules() -> list[dict[str, Any]]:
     rules = [{"apiGroups": [group], "resources": list(plurals), "verbs": list(JOB_VERBS)}
              for group, plurals in JOB_RESOURCES.items()]
+    # kind: Serving: the server's Deployment (followed like the jobs) and its Service
+    rules += [{"apiGroups": ["apps"], "resources": ["deployments"], "verbs": list(JOB_VERBS)},
+              {"apiGroups": [""], "resources": ["services"], "verbs": list(SERVICE_VERBS)}]
     rules += [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "delete"]},
               {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
               {"apiGroups": [""], "resources": ["events"], "verbs": ["list"]},

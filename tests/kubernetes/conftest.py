@@ -33,7 +33,7 @@ def _checkers(trainer: str = "2.3") -> dict:
     if not crds_available():
         # Without validators the emulator would accept any custom resource: fail, never degrade silently.
         pytest.fail(f"CRD schemas missing from {CRDS} (vendored in tests/data/crds; $KUBEBENCH_CRDS overrides)")
-    builtin = {("batch", "v1", "jobs"), ("", "v1", "pods"), ("apps", "v1", "deployments")}
+    builtin = {("batch", "v1", "jobs"), ("", "v1", "pods"), ("apps", "v1", "deployments"), ("", "v1", "services")}
     keys = {(g, v, k.lower() + "s") for g, v, k in CRD_FILES}
     return {key: (lambda doc, t=trainer: field_check(doc, t)) for key in keys | builtin}
 

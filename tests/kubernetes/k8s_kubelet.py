@@ -10,7 +10,11 @@ processes, with the states, restarts and logs a real kubelet reports.
   the first time, then after a ``CrashLoopBackOff`` of 10 s doubling, times ``backoff_scale``); each
   instance logs to its own file;
 - deletion: a pod with a ``deletionTimestamp`` gets SIGTERM, then SIGKILL after its grace period
-  (capped at ``max_grace`` here), and is removed once its containers have stopped.
+  (capped at ``max_grace`` here), and is removed once its containers have stopped;
+- ``restartPolicy: Always`` (Deployments) restarts a container whatever its exit code;
+- network and probes: each pod gets its own IP (``status.podIP``, :mod:`k8s_network`), and its
+  startup, readiness and liveness probes run against it (:mod:`k8s_probes`); a pod is ``Ready`` when
+  every container is.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import k8s_probes
 from k8s_emulator import ContainerLog
 from k8s_store import PODS, ApiError
 
@@ -76,6 +81,8 @@ class Box:
     ends: float | None = None  # a simulated container's end
     restart_at: float | None = None
     reason: str = ""  # of a waiting or terminated state
+    probe_started: bool = False  # this instance's startup probe has succeeded
+    probe_ready: bool = False  # this instance's readiness probe has succeeded
 
 
 @dataclass
@@ -97,6 +104,8 @@ class PodSim:
     reason: str = ""  # status.reason (Evicted …)
     message: str = ""
     since: float = field(default_factory=time.monotonic)
+    ip: str = ""  # status.podIP, from when it is scheduled
+    dirty: bool = False  # a probe changed what its status says: write it
 
     @property
     def state(self) -> str:
@@ -137,6 +146,7 @@ class Kubelet:
                 return self._pending(pod, {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
                                            "message": why}, "FailedScheduling", why, "default-scheduler")
             pod.stage, pod.conditions = "pulling", [{"type": "PodScheduled", "status": "True"}]
+            pod.ip = self.s.network.pod_ip()
             self._bind(pod)
         if pod.stage == "pulling":
             bad = next((b for b in pod.boxes if any(u in b.spec.get("image", "") for u in self.unpullable)), None)
@@ -228,13 +238,16 @@ class Kubelet:
             if box.state == "waiting" and (box.restart_at is None or time.monotonic() >= box.restart_at):
                 changed |= self._start(pod, box)
         changed |= self._phase(pod)
-        if changed:
+        if changed or pod.dirty:
+            pod.dirty = False
             self.write(pod)
 
     def _start(self, pod: PodSim, box: Box) -> bool:
         """Start the container's next instance; False if it has to wait (nothing changed then)."""
         path = self.s.logs / f"{pod.job.namespace}_{pod.name}_{box.name}_{len(box.log.instances)}.log"
         argv = self.s.argv(box.spec)
+        if argv not in (None, SSHD):  # $(VAR) in the command, from the container's environment
+            argv = tuple(expand(a, {**self.s.env_of(box.spec), **pod.env}) for a in argv)
         block = None if argv in (None, SSHD) or self.s.simulate is not None else self.s.before_start(pod, box, path)
         if block == "wait":  # an init container of the operator's is still waiting
             changed, box.reason = box.reason != "PodInitializing", "PodInitializing"
@@ -242,6 +255,7 @@ class Kubelet:
         if box.restart_at is not None:
             box.restarts += 1
         box.restart_at, box.reason, box.code = None, "", None
+        box.probe_started = box.probe_ready = False
         box.state, box.started, box.ends, box.daemon = "running", time.monotonic(), None, False
         if self.s.simulate is not None and not box.init:
             path.write_text(f"{pod.type}-{pod.index} simulated\n")
@@ -256,13 +270,16 @@ class Kubelet:
             path.write_text(block[1])
             box.ends, box.code = time.monotonic(), block[0]
         else:
+            env = self.s.network.pod_env(pod, {**os.environ, **self.s.env_of(box.spec), **pod.env})
             with open(path, "wb") as log:
-                box.process = subprocess.Popen(argv, env={**os.environ, **self.s.env_of(box.spec), **pod.env},
+                box.process = subprocess.Popen(argv, env=env,
                                                cwd=self.s.workdir, stdin=subprocess.DEVNULL, stdout=log,
                                                stderr=subprocess.STDOUT, start_new_session=True)
             self.s.started_processes.append(box.process)
         box.log.instances.append(path)
         box.log.ended.clear()
+        if box.process is not None and k8s_probes.has_probes(box.spec):
+            k8s_probes.Prober(self, pod, box).start()
         return True
 
     def _reap(self, pod: PodSim, box: Box) -> bool:
@@ -275,7 +292,7 @@ class Kubelet:
         box.reason = "Completed" if code == 0 else "OOMKilled" if code == 137 and self.oom_on_sigkill else "Error"
         box.last = {"exitCode": code, "reason": box.reason, "startedAt": now_text(), "finishedAt": now_text()}
         box.log.ended.set()
-        if code != 0 and pod.restart_policy == "OnFailure" and pod.stage == "running":
+        if (code != 0 and pod.restart_policy == "OnFailure" or pod.restart_policy == "Always") and pod.stage == "running":
             # The first restart is at once; then 10 s, doubling up to 5 min (the kubelet's back-off).
             delay = 0.0 if box.restarts == 0 else min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** (box.restarts - 1)) * self.backoff_scale
             box.state, box.reason, box.restart_at = "waiting", "CrashLoopBackOff", time.monotonic() + delay
@@ -359,7 +376,10 @@ class Kubelet:
         if pod.reason and pod.reason != "mounting":
             status |= {"reason": pod.reason, "message": pod.message}
         if pod.stage not in ("scheduling",):
+            status["conditions"] += self._readiness(pod)
             status["hostIP"], status["startTime"] = "10.0.0.1", now_text()
+            if pod.ip:
+                status["podIP"], status["podIPs"] = pod.ip, [{"ip": pod.ip}]
             inits = [self._container_status(b) for b in pod.boxes if b.init]
             status["containerStatuses"] = [self._container_status(b) for b in pod.boxes if not b.init]
             if inits:
@@ -369,10 +389,28 @@ class Kubelet:
         except ApiError:
             pass  # deleted meanwhile
 
+    def _readiness(self, pod: PodSim) -> list[dict]:
+        """The pod's Initialized, ContainersReady and Ready conditions (``pkg/kubelet/status/generate.go``)."""
+        initialized = all(b.state == "terminated" and b.code == 0 for b in pod.boxes if b.init)
+        unready = [b.name for b in pod.boxes if not b.init and not k8s_probes.ready(b)]
+        done = pod.phase in ("Succeeded", "Failed")
+        if unready or done:
+            why = {"status": "False", "reason": "PodCompleted" if done else "ContainersNotReady",
+                   **({} if done else {"message": f"containers with unready status: [{' '.join(unready)}]"})}
+        else:
+            why = {"status": "True"}
+        init = {"status": "True"} if initialized else {"status": "False", "reason": "ContainersNotInitialized"}
+        return [{"type": "Initialized", **init}, {"type": "ContainersReady", **why}, {"type": "Ready", **why}]
+
+    def pod_ready(self, pod: PodSim) -> bool:
+        """Whether the pod's Ready condition is True."""
+        return pod.phase == "Running" and all(k8s_probes.ready(b) for b in pod.boxes if not b.init)
+
     def _container_status(self, box: Box) -> dict:
         image = box.spec.get("image", "")
         status: dict[str, Any] = {"name": box.name, "image": image, "imageID": _digest(image),
-                                  "ready": box.state == "running", "restartCount": box.restarts, "started": box.state == "running"}
+                                  "ready": k8s_probes.ready(box), "restartCount": box.restarts,
+                                  "started": k8s_probes.started(box)}
         if box.state == "running":
             status["state"] = {"running": {"startedAt": now_text()}}
         elif box.state == "terminated":
@@ -413,6 +451,25 @@ def local_argv(argv: tuple[str, ...]) -> tuple[str, ...]:
         if first is not None:
             return (*argv[:first], sys.executable, *argv[first + 1:])
     return argv
+
+
+def expand(text: str, env: dict[str, str]) -> str:
+    """``$(NAME)`` replaced by the variable's value as the kubelet does for a container's command and
+    args (``third_party/forked/golang/expansion``): an unknown name stays as written, ``$$`` is ``$``."""
+    out, i = [], 0
+    while i < len(text):
+        if text.startswith("$$", i):
+            out.append("$")
+            i += 2
+            continue
+        end = text.find(")", i + 2) if text.startswith("$(", i) else -1
+        if end != -1:
+            out.append(env.get(text[i + 2:end], text[i:end + 1]))
+            i = end + 1
+            continue
+        out.append(text[i])
+        i += 1
+    return "".join(out)
 
 
 def path_of(value: str, mount: str, root: Path) -> str:

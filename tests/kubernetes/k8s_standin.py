@@ -9,7 +9,9 @@ to failures, deadlines and suspension as that operator does at the version chose
 conditions and reasons. The kubelet (:mod:`k8s_kubelet`) runs each container as a local process with
 the claim's mount path mapped to a local folder, serves its log through the emulator, restarts it
 under ``restartPolicy: OnFailure``, and stops it when its pod is deleted (graceful deletion).
-Kueue (:mod:`k8s_kueue`) is there when ``kueue`` is given.
+Kueue (:mod:`k8s_kueue`) is there when ``kueue`` is given. Deployments have their controller
+(:mod:`k8s_apps`), and pods and Services their network (:mod:`k8s_network`: pod IPs, ClusterIPs,
+kube-proxy, DNS).
 """
 
 from __future__ import annotations
@@ -27,12 +29,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from k8s_apps import DeploymentController
 from k8s_emulator import KINDS, PODS, ApiError, ContainerLog, Emulator
 from k8s_kubelet import SSHD, Box, Kubelet, PodSim, local_argv, path_of
 from k8s_kueue import Kueue
+from k8s_network import Network
 from k8s_operators import JobController, MpiOperator, TrainerController, TrainingOperator
 
 JOB_KINDS = ("PyTorchJob", "TFJob", "MPIJob", "TrainJob", "Job")
+#: What the stand-in's controllers follow: the job kinds and Deployments.
+WORKLOAD_KINDS = (*JOB_KINDS, "Deployment")
 CLAIMS = ("", "v1", "persistentvolumeclaims")
 __all__ = ["CLAIMS", "JOB_KINDS", "OperatorStandIn", "Tracked", "quantity"]
 from k8s_kubelet import quantity  # noqa: E402  (re-exported)
@@ -73,6 +79,7 @@ class OperatorStandIn:
         self.local_root, self.workdir, self.logs, self.mount_path = local_root, workdir, logs, mount_path
         self.simulate = simulate
         self.host = "127.0.0.1"  # every pod's DNS name resolves to the one node
+        self.network = Network(self.store, logs)
         self.kubelet = Kubelet(self)
         self.node = self.kubelet.node
         self.kueue = kueue
@@ -81,7 +88,8 @@ class OperatorStandIn:
         self.inject_sidecar: dict | None = None
         self.controllers = {"PyTorchJob": TrainingOperator(self, training_operator), "TFJob": TrainingOperator(self, training_operator),
                             "Job": JobController(self), "TrainJob": TrainerController(self, trainer),
-                            "MPIJob/kubeflow.org/v1": TrainingOperator(self, training_operator), "MPIJob": MpiOperator(self)}
+                            "MPIJob/kubeflow.org/v1": TrainingOperator(self, training_operator), "MPIJob": MpiOperator(self),
+                            "Deployment": DeploymentController(self)}
         self.jobs: dict[tuple[str, str], Tracked] = {}
         self.pods: dict[tuple[str, str], PodSim] = {}
         self.timings: dict[str, tuple[float, float]] = {}  # job name → (created, finished)
@@ -99,6 +107,7 @@ class OperatorStandIn:
     def start(self) -> "OperatorStandIn":
         """Subscribe to the store and start working."""
         self.logs.mkdir(parents=True, exist_ok=True)
+        self.network.start()
         self.store.listeners.append(self._on_event)
         self.store.kubelets.add(self.node.name)
         if self.kueue is not None:
@@ -120,6 +129,8 @@ class OperatorStandIn:
             if process.poll() is None:
                 process.kill()
             process.wait()
+        self.network.stop()
+        self.errors += self.network.errors
 
     def processes(self) -> list[subprocess.Popen]:
         """Every process started, ended or not."""
@@ -129,7 +140,7 @@ class OperatorStandIn:
 
     def _on_event(self, kind: str, key: tuple, obj: dict) -> None:
         # Called under the store's lock: only queue the change.
-        if KINDS.get(key) in JOB_KINDS or key == PODS:
+        if KINDS.get(key) in WORKLOAD_KINDS or key == PODS:
             self._events.put((kind, key, obj))
 
     def _loop(self) -> None:

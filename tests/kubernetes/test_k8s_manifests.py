@@ -302,6 +302,9 @@ def test_deploy_manifests_validate_and_grant_only_what_kubebench_uses(tmp_path: 
     assert verbs[("kubeflow.org", "pytorchjobs")] == {"create", "get", "list", "watch", "delete"}
     assert verbs[("", "pods")] == {"get", "list", "watch", "delete"} and verbs[("", "pods/log")] == {"get"}
     assert verbs[("", "events")] == {"list"}
+    # kind: Serving: the server's Deployment is followed as the jobs are, its Service only made and deleted
+    assert verbs[("apps", "deployments")] == {"create", "get", "list", "watch", "delete"}
+    assert verbs[("", "services")] == {"create", "get", "delete"}
     assert all("*" not in v and not v & {"update", "patch", "deletecollection"} for v in verbs.values())
     assert by_kind["ClusterRole"]["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}]
     assert by_kind["ConfigMap"]["data"] == {"benchmark.yaml": spec.read_text(), "params.yaml": "batch_size: [1, 2]\n",

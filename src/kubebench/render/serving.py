@@ -10,6 +10,7 @@ cluster's objects from it after those decorations, with nothing lost.
 from __future__ import annotations
 
 import copy
+import math
 import re
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -63,6 +64,10 @@ def server_url(name: str, port: int, api_path: str) -> str:
 
 
 ROLE = "kubebench.io/role"
+#: Seconds between two startup probes: how late after it starts listening a server is seen started.
+STARTUP_PROBE_PERIOD = 1
+#: The startup probe gives up this much (seconds, or share of it) after the startup timeout.
+STARTUP_MARGIN_S, STARTUP_MARGIN_SHARE = 60, 0.1
 
 
 def kubernetes_objects(manifest: dict[str, Any]) -> list[dict[str, Any]]:
@@ -111,10 +116,15 @@ def _server_pod(server: dict[str, Any], labels: dict[str, str]) -> dict[str, Any
     spec = pod.setdefault("spec", {})
     spec["restartPolicy"] = "Always"
     probe = {"path": server["readinessPath"], "port": int(server["port"])}
+    # The kubelet probes at once, then every period, and kills the container at the startup probe's
+    # failureThreshold-th failure in a row. kubebench enforces the startup timeout itself and says
+    # why the server was not ready, so the kubelet's kill comes later, after a margin (as the jobs'
+    # activeDeadlineSeconds does); a threshold of timeout // period killed a slow server at once.
+    period, timeout = STARTUP_PROBE_PERIOD, float(server["startupTimeoutSeconds"])
+    failures = math.ceil((timeout + max(STARTUP_MARGIN_S, STARTUP_MARGIN_SHARE * timeout)) / period) + 1
     for container in spec.get("containers", [])[:1]:
         container["readinessProbe"] = {"httpGet": dict(probe), "periodSeconds": 2, "failureThreshold": 3}
-        container["startupProbe"] = {"httpGet": dict(probe), "periodSeconds": 5,
-                                     "failureThreshold": max(1, int(float(server["startupTimeoutSeconds"]) // 5))}
+        container["startupProbe"] = {"httpGet": dict(probe), "periodSeconds": period, "failureThreshold": failures}
     return pod
 
 

@@ -51,6 +51,9 @@ class Resource:
 
 PODS = Resource("", "v1", "pods", "Pod")
 EVENTS = Resource("", "v1", "events", "Event")
+SERVICES = Resource("", "v1", "services", "Service")
+DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
+JOBS = Resource("batch", "v1", "jobs", "Job")
 
 
 def resource_of(manifest: dict[str, Any]) -> Resource:
@@ -87,6 +90,10 @@ class Api:
         operator) refuses the object instead of pruning the field and running it without.
         """
         what = f"create {res.kind} {namespace}/{body['metadata']['name']}"
+        if res == SERVICES:
+            return self.call(what, lambda timeout: json.loads(raw(self.core.create_namespaced_service(
+                namespace, cast(Any, body), field_validation="Strict", _preload_content=False, _request_timeout=timeout)).data),
+                expect=(409,))
         # the client annotates custom objects as ``object``: they are the JSON objects the server sent
         return cast("dict | None", self.call(what, lambda timeout: self.custom.create_namespaced_custom_object(
             res.group, res.version, namespace, res.plural, body, field_validation="Strict",
@@ -94,6 +101,10 @@ class Api:
 
     def get(self, res: Resource, namespace: str, name: str) -> dict | None:
         """Read an object; None if there is none."""
+        if res == SERVICES:
+            return self.call(f"read {res.kind} {namespace}/{name}", lambda timeout: json.loads(raw(
+                self.core.read_namespaced_service(name, namespace, _preload_content=False,
+                                                  _request_timeout=timeout)).data), expect=(404,))
         return cast("dict | None", self.call(f"read {res.kind} {namespace}/{name}",
                                              lambda timeout: self.custom.get_namespaced_custom_object(
             res.group, res.version, namespace, res.plural, name, _request_timeout=timeout), expect=(404,)))
@@ -104,6 +115,9 @@ class Api:
             if res == PODS:
                 return self.core.delete_namespaced_pod(name, namespace, propagation_policy=propagation,
                                                        _preload_content=False, _request_timeout=timeout)
+            if res == SERVICES:
+                return self.core.delete_namespaced_service(name, namespace, propagation_policy=propagation,
+                                                           _preload_content=False, _request_timeout=timeout)
             return self.custom.delete_namespaced_custom_object(res.group, res.version, namespace, res.plural, name,
                                                                propagation_policy=propagation, _request_timeout=timeout)
 

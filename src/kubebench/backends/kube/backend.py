@@ -24,13 +24,14 @@ from ...errors import BackendError, KubebenchError, SpecError, StorageError
 from ...paths import RunPaths
 from ...render import kinds
 from ..base import Backend, Check, JobStatus, Outcome, PodTelemetry
-from . import objects, preflight, status as st
+from . import objects, preflight, serving, status as st
 from .api import PODS, Api, Resource, current_namespace, resource_of
 from .config import KubernetesConfig
 from .handle import KubeJob
 from .informer import Informer
 from .logs import RunLogs
 from .provenance import NodeCache, pod_provenance
+from .serving import ServingJob
 from .stuck import StuckCheck
 
 if TYPE_CHECKING:
@@ -116,6 +117,9 @@ class KubernetesBackend(Backend[KubeJob, KubernetesConfig]):
         if self.config.service_account:
             kinds.set_pod_defaults(manifest, {"serviceAccountName": self.config.service_account})
         if self.config.queue:
+            if manifest.get("kind") == "Serving":
+                raise SpecError("backend.queue: a kind: Serving job is not queued (Kueue would admit its load "
+                                "generator's Job, not its server's Deployment); drop the queue for this benchmark")
             if manifest.get("kind") == "MPIJob" and manifest.get("apiVersion") == "kubeflow.org/v1":
                 raise SpecError("backend.queue: Kueue manages MPIJobs of kubeflow.org/v2beta1 only "
                                 "(mpi-operator); set job.mpi_api_version: kubeflow.org/v2beta1 or drop the queue")
@@ -127,7 +131,7 @@ class KubernetesBackend(Backend[KubeJob, KubernetesConfig]):
         api = preflight.connect(lambda: self.api, self.config)
         preflight.check(api, self.namespace, manifests)
         with self._lock:
-            self._served.update({resource_of(m): None for m in manifests})
+            self._served.update({r: None for r in preflight.resources(manifests)})
 
     def doctor(self, manifests: list[dict[str, Any]], local: RunPaths) -> list[Check]:
         """Cluster, namespace, kinds, permissions, claim (bound, and the same one a pod sees), queue."""
@@ -147,6 +151,10 @@ class KubernetesBackend(Backend[KubeJob, KubernetesConfig]):
         if not experiment:
             raise BackendError(f"{job.name}: the manifest has no {EXPERIMENT_LABEL} label")
         token = uuid.uuid4().hex[:16]
+        manifest["metadata"].setdefault("annotations", {})[objects.SUBMISSION_ANNOTATION] = token
+        kinds.set_template_labels(manifest, {SUBMISSION_LABEL: token})
+        if manifest.get("kind") == "Serving":  # a Service and a Deployment, then a Job (see .serving)
+            return serving.submit(self, manifest, job.run_id, Path(paths.output), f"{EXPERIMENT_LABEL}={experiment}", token)
         main = frozenset(c.get("name") for g in kinds.replica_groups(manifest)
                          for c in g.template.get("spec", {}).get("containers", []) if c.get("name"))
         handle = KubeJob(job.name, self.namespace, resource_of(manifest), job.run_id,
@@ -156,16 +164,17 @@ class KubernetesBackend(Backend[KubeJob, KubernetesConfig]):
         handle.logs = RunLogs(self.api, handle.namespace, Path(paths.output), main)
         self._informer(handle, handle.resource)
         self._informer(handle, PODS)
-        manifest["metadata"].setdefault("annotations", {})[objects.SUBMISSION_ANNOTATION] = token
-        kinds.set_template_labels(manifest, {SUBMISSION_LABEL: token})
-        with self._lock:
-            self._active[handle.run_id] = handle  # from here on, close() deletes it if it is left behind
+        self._track(handle)
         try:
             handle.uid = objects.create(self.api, handle, manifest, token)["metadata"].get("uid")
         except BaseException:
             self._release(handle)
             raise
         return handle
+
+    def _track(self, handle: KubeJob) -> None:
+        with self._lock:
+            self._active[handle.run_id] = handle  # from here on, close() deletes it if it is left behind
 
     def _check_served(self, resource: Resource) -> None:
         """Once per kind: is it served here? (an operator not installed, an MPIJob version not served)"""
@@ -184,6 +193,9 @@ class KubernetesBackend(Backend[KubeJob, KubernetesConfig]):
         A job that has ended is left to ``submit``, which replaces it: its pods write nothing more.
         """
         for job, _ in leftovers:
+            if job.manifest.get("kind") == "Serving":
+                serving.reclaim(self, job.manifest, job.run_id)
+                continue
             handle = KubeJob(job.name, self.namespace, resource_of(job.manifest), job.run_id, "", 0)
             found = self.api.get(handle.resource, handle.namespace, handle.name)
             if found is None or st.job_phase(found)[0] != "running":
@@ -195,17 +207,25 @@ class KubernetesBackend(Backend[KubeJob, KubernetesConfig]):
     def status(self, handle: KubeJob) -> JobStatus:
         """The job's phase from the watch's cache: queued while suspended before it started,
         preempted when suspended after; a pod stuck past its grace fails it."""
+        if isinstance(handle, ServingJob):  # its server first, then its load generator's Job
+            return serving.status(self, handle)
         jobs = self._informer(handle, handle.resource)
-        for informer in (jobs, self._informer(handle, PODS)):
+        self._check_informers(jobs, self._informer(handle, PODS))
+        return self._job_status(handle, jobs, self._observe(handle, self._run_pods(handle)))
+
+    def _check_informers(self, *informers: Informer) -> None:
+        for informer in informers:
             error = informer.error
             if error is not None:  # a lasting refusal (e.g. not allowed to watch): no point waiting
                 raise BackendError(str(error)) from error
+
+    def _job_status(self, handle: KubeJob, jobs: Informer, pods: list[dict]) -> JobStatus:
+        """The phase of the job ``handle`` names, from the watch's cache, with its pods ``pods``."""
         obj = jobs.get(handle.name)
         if obj is None or obj["metadata"].get("uid") != handle.uid:
             if jobs.deleted(handle.name, handle.uid):
                 return JobStatus("failed", None, f"{handle.title} was deleted by someone else")
             return JobStatus("running")  # not in the watch's cache yet
-        pods = self._observe(handle, self._run_pods(handle))
         if st.suspended(obj):
             if handle.admitted_at is None:
                 return JobStatus("queued", reason=f"waiting in queue {self.config.queue or '(none)'}")
@@ -262,7 +282,10 @@ class KubernetesBackend(Backend[KubeJob, KubernetesConfig]):
         self.cancel(handle)
 
     def pause(self, handle: KubeJob, seconds: float) -> None:
-        """Sleep until the watches report a change of this job or its pods, or ``seconds`` pass."""
+        """Sleep until the watches report a change of this job or its pods, or ``seconds`` pass (a
+        server still starting: at most until its startup timeout)."""
+        if isinstance(handle, ServingJob) and not handle.loading and handle.ready_by:
+            seconds = min(seconds, max(0.0, handle.ready_by - time.monotonic()) + 0.01)
         handle.wakeup.wait(seconds)
         handle.wakeup.clear()  # the cache already holds whatever set it: the next check sees it
 
@@ -279,11 +302,13 @@ class KubernetesBackend(Backend[KubeJob, KubernetesConfig]):
             self._observe(handle, self._listed(handle))  # the final state of every pod
         except BackendError as e:
             return [f"could not list the pods of {handle.title}: {e}"]
-        return handle.logs.finish(list(handle.seen.values()), handle.deleted or handle.succeeded)
+        return handle.logs.finish(list(handle.seen.values()), handle.all_ended)
 
     def release(self, handle: KubeJob) -> None:
         """Delete the job; with ``keep_jobs`` keep it (unless it failed to start or timed out) and
         delete only its pods still running or pending, so that none keeps holding GPUs."""
+        if isinstance(handle, ServingJob):
+            return serving.release(self, handle)
         if handle.deleted or not self.config.keep_jobs or handle.stuck or handle.timed_out:
             return self.cancel(handle)
         for pod in handle.seen.values():
@@ -308,6 +333,8 @@ class KubernetesBackend(Backend[KubeJob, KubernetesConfig]):
 
     def cancel(self, handle: KubeJob) -> None:
         """Delete the job; its pods go with it. A failure is logged: the job's deadline still ends it."""
+        if isinstance(handle, ServingJob):  # and its server
+            return serving.cancel(self, handle)
         if not handle.deleted:
             try:
                 self.api.delete(handle.resource, handle.namespace, handle.name, self.config.propagation)
@@ -331,7 +358,8 @@ class KubernetesBackend(Backend[KubeJob, KubernetesConfig]):
     def _abort_one(self, handle: KubeJob) -> None:
         try:
             api = Api(self.config.model_copy(update={"api_retries": 1, "request_timeout": 2.0}))
-            api.delete(handle.resource, handle.namespace, handle.name, "Background")
+            for resource, name in handle.objects():
+                api.delete(resource, handle.namespace, name, "Background")
         except Exception:  # noqa: BLE001  best effort; the job's deadline still ends it
             pass
 

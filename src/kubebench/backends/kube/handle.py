@@ -41,6 +41,16 @@ class KubeJob:
         """``<Kind> <namespace>/<name>``."""
         return f"{self.resource.kind} {self.namespace}/{self.name}"
 
+    def objects(self) -> list[tuple[Resource, str]]:
+        """What the run created on the cluster, in the order it is deleted: here the job."""
+        return [(self.resource, self.name)]
+
+    @property
+    def all_ended(self) -> bool:
+        """Whether every container of the job ends by itself now (it succeeded, or was deleted):
+        the end of the run waits for all their logs."""
+        return self.deleted or self.succeeded
+
     @property
     def stuck(self) -> bool:
         """Whether the run failed for a pod or job that could not start."""

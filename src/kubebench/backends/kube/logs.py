@@ -19,7 +19,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from ...errors import BackendError
 from . import status as st
@@ -50,8 +50,11 @@ class Stream:
 class RunLogs:
     """Follows the containers of one run's pods (see the module's docstring)."""
 
-    def __init__(self, api: Api, namespace: str, output: Path, main: frozenset[str]) -> None:
+    def __init__(self, api: Api, namespace: str, output: Path, main: frozenset[str],
+                 name_of: Callable[[dict[str, Any]], str] = st.replica_name) -> None:
         self.api, self.namespace, self.output, self.main = api, namespace, output, main
+        #: ``<replica-type>-<index>`` of a pod, the name of its replica's log.
+        self.name_of = name_of
         self.folder = output / "pods"
         # made now, before any pod runs: the output folder is open to the pods (open_to_pods), and a
         # pod must not get to put a link there first that would lead the runner's writes elsewhere
@@ -159,7 +162,7 @@ class RunLogs:
     def _name_replicas(self, pods: list[dict[str, Any]]) -> None:
         newest: dict[str, dict[str, Any]] = {}
         for pod in sorted(pods, key=lambda p: p["metadata"].get("creationTimestamp") or ""):
-            newest[st.replica_name(pod)] = pod  # a replica's later pod replaces its earlier ones
+            newest[self.name_of(pod)] = pod  # a replica's later pod replaces its earlier ones
         for replica, pod in newest.items():
             status = self._main(pod)
             if status is None:

@@ -17,14 +17,15 @@ from typing import TYPE_CHECKING, Any, Callable
 from ...errors import BackendError, KubebenchError, PreflightError
 from ..base import Check
 from . import objects
-from .api import Api, Resource, resource_of
+from .api import DEPLOYMENTS, JOBS, SERVICES, Api, Resource, resource_of
 
 if TYPE_CHECKING:
     from .config import KubernetesConfig
 
 LOCAL_QUEUES = Resource("kueue.x-k8s.io", "v1beta1", "localqueues", "LocalQueue")
-JOBS = Resource("batch", "v1", "jobs", "Job")
 JOB_VERBS = ("create", "get", "list", "watch", "delete")
+#: A Serving job's Service is created, read (a retried create) and deleted, never watched.
+SERVICE_VERBS = ("create", "get", "delete")
 #: What kubebench does besides its job kinds: (verb, group, resource, needed for).
 OTHER_VERBS = (
     ("get", "", "pods", "following a job's pods"), ("list", "", "pods", "following a job's pods"),
@@ -58,14 +59,18 @@ def check(api: Api, namespace: str, manifests: list[dict[str, Any]]) -> None:
     if api.namespace_exists(namespace) is False:
         raise PreflightError(f"namespace {namespace!r} does not exist on the cluster at {api.host}: "
                              f"kubectl create namespace {namespace}, or set backend.namespace")
-    for resource in _resources(manifests):
+    for resource in resources(manifests):
         why = objects.not_served(api, resource)
         if why:
             raise PreflightError(why)
 
 
-def _resources(manifests: list[dict[str, Any]]) -> list[Resource]:
-    return list(dict.fromkeys(resource_of(m) for m in manifests))
+def resources(manifests: list[dict[str, Any]]) -> list[Resource]:
+    """The kinds of object the jobs create: a Serving job's Service, Deployment and Job."""
+    found: list[Resource] = []
+    for manifest in manifests:
+        found += [SERVICES, DEPLOYMENTS, JOBS] if manifest.get("kind") == "Serving" else [resource_of(manifest)]
+    return list(dict.fromkeys(found))
 
 
 def doctor(api: Api, config: KubernetesConfig, namespace: str, manifests: list[dict[str, Any]],
@@ -76,7 +81,7 @@ def doctor(api: Api, config: KubernetesConfig, namespace: str, manifests: list[d
     checks.append(Check("namespace", "ok" if found else "warn" if found is None else "fail",
                         namespace if found else "cannot tell (may not read namespaces)" if found is None
                         else f"{namespace!r} does not exist"))
-    for resource in _resources(manifests):
+    for resource in resources(manifests):
         why = objects.not_served(api, resource)
         checks.append(Check(f"{resource.kind} ({resource.api_version})", "fail" if why else "ok", why or "served"))
     checks += _access(api, config, namespace, manifests)
@@ -91,7 +96,8 @@ def doctor(api: Api, config: KubernetesConfig, namespace: str, manifests: list[d
 
 def _access(api: Api, config: KubernetesConfig, namespace: str, manifests: list[dict[str, Any]]) -> list[Check]:
     """A SelfSubjectAccessReview for every verb kubebench uses."""
-    needed = [(verb, r.group, r.plural, f"running {r.kind}s") for r in _resources(manifests) for verb in JOB_VERBS]
+    needed = [(verb, r.group, r.plural, f"running {r.kind}s") for r in resources(manifests)
+              for verb in (SERVICE_VERBS if r == SERVICES else JOB_VERBS)]
     needed += list(OTHER_VERBS)
     if config.keep_jobs:
         needed.append(("delete", "", "pods", "stopping the pods of kept jobs"))

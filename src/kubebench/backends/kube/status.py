@@ -3,7 +3,7 @@ which pod is stuck and by what kind of problem, where a pod ran."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from ..reasons import exit_reason
 
@@ -68,7 +68,7 @@ def replica_name(pod: dict[str, Any]) -> str:
     meta = pod.get("metadata") or {}
     labels, notes = meta.get("labels") or {}, meta.get("annotations") or {}
     rtype = (labels.get("training.kubeflow.org/replica-type") or labels.get("training.kubeflow.org/job-role")
-             or labels.get("jobset.sigs.k8s.io/replicatedjob-name") or "worker")
+             or labels.get("jobset.sigs.k8s.io/replicatedjob-name") or labels.get("kubebench.io/role") or "worker")
     index = (labels.get("training.kubeflow.org/replica-index")
              or labels.get("batch.kubernetes.io/job-completion-index")
              or notes.get("batch.kubernetes.io/job-completion-index") or "0")
@@ -120,23 +120,25 @@ def container_failure(pod: dict[str, Any]) -> str | None:
     return exit_reason(code)
 
 
-def disruption(pods: list[dict[str, Any]]) -> str | None:
+def disruption(pods: list[dict[str, Any]], name_of: Callable[[dict[str, Any]], str] | None = None) -> str | None:
     """``<replica> evicted (Evicted): <message>`` when the cluster stopped a pod (eviction,
-    preemption, a lost node): a failure of the infrastructure, not of the workload."""
+    preemption, a lost node): a failure of the infrastructure, not of the workload. ``name_of``
+    names a pod's replica (default :func:`replica_name`)."""
     for pod in sorted(pods, key=rank):
+        name = (name_of or replica_name)(pod)
         status = pod.get("status") or {}
         for condition in status.get("conditions") or []:
             if condition.get("type") == "DisruptionTarget" and condition.get("status") == "True":
                 reason = condition.get("reason") or "DisruptionTarget"
-                return _disrupted(pod, _DISRUPTION_TARGET.get(reason, "disrupted"), reason, condition.get("message"))
+                return _disrupted(name, _DISRUPTION_TARGET.get(reason, "disrupted"), reason, condition.get("message"))
         reason = status.get("reason") or ""
         if reason in _DISRUPTED_REASONS:
-            return _disrupted(pod, _DISRUPTED_REASONS[reason], reason, status.get("message"))
+            return _disrupted(name, _DISRUPTED_REASONS[reason], reason, status.get("message"))
     return None
 
 
-def _disrupted(pod: dict[str, Any], what: str, reason: str, message: str | None) -> str:
-    text = f"{replica_name(pod)} {what} ({reason})"
+def _disrupted(name: str, what: str, reason: str, message: str | None) -> str:
+    text = f"{name} {what} ({reason})"
     return f"{text}: {_short(message)}" if message and message.strip() else text
 
 
