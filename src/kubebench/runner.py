@@ -191,10 +191,9 @@ def _in_parallel(runs: list[Run], width: int, one: Callable[[Run], None], backen
     pool.shutdown()
 
 
-def validate(experiment: Experiment, backend: Backend) -> None:
-    """Render one run of every trial before anything runs, so that spec errors stop the start
-    (all of them within one time budget: ``limits.RENDER_SECONDS``), and let the backend check it can
-    run those jobs at all (``Backend.check``)."""
+def render_trials(experiment: Experiment, backend: Backend) -> list[dict]:
+    """The manifest of one run of every trial, all rendered within one time budget
+    (``limits.RENDER_SECONDS``): a spec error stops the start (or the dry run), not a run."""
     seen: set[str] = set()
     manifests = []
     with time_budget():
@@ -202,7 +201,13 @@ def validate(experiment: Experiment, backend: Backend) -> None:
             if run.trial.id not in seen:
                 seen.add(run.trial.id)
                 manifests.append(experiment.render(run, backend).manifest)
-    backend.check(manifests)
+    return manifests
+
+
+def validate(experiment: Experiment, backend: Backend) -> None:
+    """Render one run of every trial before anything runs (:func:`render_trials`), and let the
+    backend check it can run those jobs at all (``Backend.check``)."""
+    backend.check(render_trials(experiment, backend))
     storage = shared_storage(experiment.settings, experiment.loaded.spec.storage, experiment.loaded.base_dir)
     if storage is not None:
         storage.check()  # a missing bucket or a read-only folder stops the start, not every run

@@ -109,9 +109,10 @@ def test_the_cli_refuses_the_reviewed_templates_with_exit_2(tmp_path: Path) -> N
     for i, template in enumerate(["{{ 9**(9**9) }}", '{{ ("x" * 1500000000)|length }}']):
         spec = tmp_path / f"j{i}.yaml"
         spec.write_text(f"name: j\njob:\n  command: [echo, '{template}']\n", encoding="utf-8")
-        done = run_cli("render", spec.name, cwd=tmp_path, timeout=60, memory_bytes=1_000_000_000)
-        assert done.returncode == 2, done.stderr[-2000:]
-        assert "job.command[1] (trial no parameters): " in done.stderr and "Traceback" not in done.stderr
+        for command in (["render"], ["run", "--dry-run"]):  # a dry run refuses what the run would
+            done = run_cli(*command, spec.name, cwd=tmp_path, timeout=60, memory_bytes=1_000_000_000)
+            assert done.returncode == 2, (command, done.stderr[-2000:])
+            assert "job.command[1] (trial no parameters): " in done.stderr and "Traceback" not in done.stderr
 
 
 @pytest.mark.slow

@@ -56,7 +56,9 @@ def run(
     console = make_console()
     if dry_run:
         from ..present.tables import plan_table
+        from ..runner import make_backend, render_trials
 
+        render_trials(experiment, make_backend(loaded))  # what `run` refuses, a dry run refuses too
         console.print(plan_table(experiment.plan))
         return
     failed = _execute(experiment, config, console, metrics_port)
