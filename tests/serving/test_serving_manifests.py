@@ -105,3 +105,19 @@ def test_variables_are_expanded_as_the_kubelet_does() -> None:
     env = {"PORT": "8123"}
     assert expand_vars(("--port", "$(PORT)", "$(MISSING)", "$$(PORT)", "a$(PORT)b"), env) == (
         "--port", "8123", "$(MISSING)", "$(PORT)", "a8123b")
+
+
+def test_render_prints_what_each_backend_creates(tmp_path: Path, monkeypatch) -> None:
+    import yaml
+    from typer.testing import CliRunner
+
+    from kubebench.cli import app
+
+    (tmp_path / "spec.yaml").write_text(textwrap.dedent(SPEC).lstrip())
+    monkeypatch.setenv("KUBEBENCH_HOME", str(tmp_path / "home"))
+    kinds = {}
+    for backend in ("kubernetes", "local"):
+        done = CliRunner().invoke(app, ["render", str(tmp_path / "spec.yaml"), "--backend", backend])
+        assert done.exit_code == 0, done.output
+        kinds[backend] = [d["kind"] for d in yaml.safe_load_all(done.stdout)]
+    assert kinds == {"kubernetes": ["Deployment", "Service", "Job"], "local": ["Serving"]}

@@ -164,6 +164,11 @@ class Backend(ABC, Generic[H, C]):
         """Add what this backend needs to a rendered manifest (in place); ``paths`` as the job sees them."""
         return manifest
 
+    def objects(self, manifest: dict[str, Any]) -> list[dict[str, Any]]:
+        """What submitting ``manifest`` creates (``kubebench render`` prints it): the manifest itself,
+        unless the backend carries it out as other objects."""
+        return [manifest]
+
     def interrupt(self) -> None:
         """Make every ``wait`` in progress, in any thread, cancel its job and raise KeyboardInterrupt."""
         self._interrupted.set()

@@ -139,7 +139,7 @@ def render(
         job = experiment.render(run, target)
         note = f" (of {per_trial[run.trial.id]} runs; the others differ only in run id and repeat)" \
             if not all_runs and per_trial[run.trial.id] > 1 else ""
-        documents.append(f"# run {run.id}: {_one_line(run.label)}{note}\n" + dump_yaml(job.manifest))
+        documents += [f"# run {run.id}: {_one_line(run.label)}{note}\n" + dump_yaml(obj) for obj in target.objects(job.manifest)]
     sys.stdout.write("---\n".join(documents))
 
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ...errors import BackendError, KubebenchError, SpecError, StorageError
 from ...paths import RunPaths
 from ...render import kinds
+from ...render.serving import kubernetes_objects
 from ..base import Backend, Check, JobStatus, Outcome, PodTelemetry
 from . import objects, preflight, serving, status as st
 from .api import PODS, Api, Resource, current_namespace, resource_of
@@ -142,6 +143,10 @@ class KubernetesBackend(Backend[KubeJob, KubernetesConfig]):
         storage = self.config.storage
         root = Path(storage.local_path) if storage.local_path else Path(local.experiments_root).parent
         return preflight.doctor(api, self.config, self.namespace, manifests, root, self.config.probe_image)
+
+    def objects(self, manifest: dict[str, Any]) -> list[dict[str, Any]]:
+        """A Serving manifest is a Deployment, a Service and a load Job on a cluster."""
+        return kubernetes_objects(manifest) if manifest.get("kind") == "Serving" else [manifest]
 
     def submit(self, job: RenderedJob, paths: RunPaths) -> KubeJob:
         """Create the job object (after starting the watches that will follow it)."""
