@@ -7,7 +7,7 @@ What a platform team applies, in one namespace:
 - PostgreSQL as the results store — a StatefulSet reachable only from kubebench's pods — or an
   external server (``store_url``). SQLite on a shared NFS claim written by several pods is not safe;
 - a ServiceAccount with a least-privilege Role (the job kinds' five verbs, pods, their logs and
-  events, the claim, Kueue queues) and, unless ``node_access`` is off, a ClusterRole to read nodes
+  events, the claim, Kueue queues, making and deleting the ConfigMap of a spec's folder) and, unless ``node_access`` is off, a ClusterRole to read nodes
   (the GPU product and instance type of a run's provenance);
 - a ConfigMap with the spec and every file beside it (parameters, templates, post-processing scripts);
 - the runner: a Job ``kubebench-run-<id>`` running ``kubebench run --id <id>``, whose restarts

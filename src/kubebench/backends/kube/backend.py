@@ -24,8 +24,8 @@ from ...errors import BackendError, KubebenchError, SpecError, StorageError
 from ...paths import RunPaths
 from ...render import kinds
 from ...render.serving import kubernetes_objects
-from ..base import Backend, Check, JobStatus, Outcome, PodTelemetry
 from ...spec.files import spec_files_of
+from ..base import Backend, Check, JobStatus, Outcome, PodTelemetry
 from . import objects, preflight, serving, specmap, status as st
 from .api import PODS, Api, Resource, current_namespace, resource_of
 from .config import KubernetesConfig
