@@ -7,7 +7,7 @@ What a platform team applies, in one namespace:
 - PostgreSQL as the results store — a StatefulSet reachable only from kubebench's pods — or an
   external server (``store_url``). SQLite on a shared NFS claim written by several pods is not safe;
 - a ServiceAccount with a least-privilege Role (the job kinds' five verbs, pods, their logs and
-  events, the claim, Kueue queues) and, unless ``node_access`` is off, a ClusterRole to read nodes
+  events, the claim, Kueue queues, making and deleting the ConfigMap of a spec's folder) and, unless ``node_access`` is off, a ClusterRole to read nodes
   (the GPU product and instance type of a run's provenance);
 - a ConfigMap with the spec and every file beside it (parameters, templates, post-processing scripts);
 - the runner: a Job ``kubebench-run-<id>`` running ``kubebench run --id <id>``, whose restarts
@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
+from .spec.files import SPEC_FILES_MAX_BYTES, spec_files_of  # noqa: F401  (kubebench deploy --spec)
 
 NAME = "kubebench"
 SPEC_CONFIGMAP = "kubebench-spec"
@@ -48,8 +49,6 @@ JOB_RESOURCES = {
 JOB_VERBS = ["create", "get", "list", "watch", "delete"]
 #: … and on a Serving job's Service.
 SERVICE_VERBS = ["create", "get", "delete"]
-#: Files of a spec's folder that go into the spec ConfigMap (a ConfigMap holds at most 1 MiB).
-SPEC_FILES_MAX_BYTES = 900_000
 ISTIO_OPT_OUT = {"sidecar.istio.io/inject": "false"}
 
 
@@ -127,25 +126,6 @@ def experiment_id(options: Options) -> str:
     return f"{name[:40]}-{hashlib.sha256(text.encode()).hexdigest()[:10]}"
 
 
-def spec_files_of(spec: Path) -> dict[str, str]:
-    """The spec and every text file beside it (parameters, templates, scripts), for the spec ConfigMap."""
-    from .errors import SpecError
-
-    files, total = {spec.name: spec.read_text(encoding="utf-8")}, 0
-    for path in sorted(spec.parent.iterdir()):
-        if path == spec or not path.is_file() or path.name.startswith(".") or path.suffix in (".pyc", ".db"):
-            continue
-        try:
-            files[path.name] = path.read_text(encoding="utf-8")
-        except (UnicodeDecodeError, OSError):
-            continue  # binary files are not part of a spec
-    total = sum(len(text.encode()) for text in files.values())
-    if total > SPEC_FILES_MAX_BYTES:
-        raise SpecError(f"{spec.parent}: the spec's folder holds {total} bytes of files, more than a ConfigMap "
-                        "takes: keep only the spec, its parameters, templates and scripts there")
-    return files
-
-
 def _object(api_version: str, kind: str, name: str, namespace: str | None, labels: dict[str, str]) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name, "labels": dict(labels)}
     if namespace:
@@ -184,6 +164,8 @@ def _rules() -> list[dict[str, Any]]:
               {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
               {"apiGroups": [""], "resources": ["events"], "verbs": ["list"]},
               {"apiGroups": [""], "resources": ["persistentvolumeclaims"], "verbs": ["get"]},
+              # a runner without the spec ConfigMap ships its spec's folder itself (backend.ship_spec)
+              {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "delete"]},
               {"apiGroups": ["kueue.x-k8s.io"], "resources": ["localqueues"], "verbs": ["get"]}]
     return rules
 

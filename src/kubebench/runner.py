@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Protocol
 
 from . import ids, registry
@@ -62,9 +63,13 @@ def plan_experiment(loaded: LoadedSpec, settings: Settings, experiment_id: str |
 
 
 def make_backend(loaded: LoadedSpec) -> Backend:
-    """The backend plugin named by the spec, configured."""
+    """The backend plugin named by the spec, configured and given the spec's file (``give_spec``)."""
     config = loaded.spec.backend
-    return registry.load("backends", config.kind)(config)
+    backend = registry.load("backends", config.kind)(config)
+    spec_file = loaded.base_dir / Path(loaded.source).name
+    if spec_file.is_file():
+        backend.give_spec(spec_file)
+    return backend
 
 
 def execute(experiment: Experiment, store: Store, progress: Progress | None = None,
@@ -84,6 +89,7 @@ def execute(experiment: Experiment, store: Store, progress: Progress | None = No
     try:
         validate(experiment, backend)
         with ExperimentLock(experiment.settings.experiments_root / plan.experiment_id, plan.experiment_id):
+            backend.begin(plan.experiment_id)  # under the lock: a runner refused it touches nothing shared
             _execute(experiment, store, progress, parallelism or spec.parallelism, cancel, backend)
     finally:
         try:

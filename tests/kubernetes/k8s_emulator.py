@@ -54,6 +54,7 @@ class Faults:
     watch_cut: float = 0.0  # chance that a watch stream is cut after a moment
     seed: int = 0
     methods: tuple = ()  # only requests of these methods (all when empty)
+    path: str = ""  # only requests whose path holds this
     limit: int | None = None  # at most this many faults
     injected: list = field(default_factory=list)
 
@@ -64,7 +65,8 @@ class Faults:
     def pick(self, method: str, path: str) -> Any:
         """The fault for this request, or None."""
         with self._lock:
-            if self.methods and method not in self.methods or self.limit is not None and len(self.injected) >= self.limit:
+            if self.methods and method not in self.methods or self.limit is not None and len(self.injected) >= self.limit \
+                    or self.path not in path:
                 return None
             if self._random.random() >= self.rate:
                 return None

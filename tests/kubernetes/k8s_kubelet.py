@@ -4,7 +4,10 @@ processes, with the states, restarts and logs a real kubelet reports.
 - scheduling: node selector, resource requests (GPUs only on a node that has them), claims that
   exist; an unschedulable pod gets ``PodScheduled=False/Unschedulable`` and a FailedScheduling event;
 - images: an unpullable image alternates ``ErrImagePull`` and ``ImagePullBackOff`` as the kubelet does;
-- volumes: a claim in ``unmountable`` keeps the pod ``ContainerCreating`` with FailedMount events;
+- volumes: a claim in ``unmountable`` keeps the pod ``ContainerCreating`` with FailedMount events, and
+  so does a ConfigMap volume whose ConfigMap is not there; a ConfigMap's files are written read-only
+  into a folder of the pod, which stands for its mount path in the containers mounting it;
+- a container's ``workingDir`` is where its process runs (else the image's: the stand-in's ``workdir``);
 - containers: init containers one after the other, then the others; a container that fails under
   ``restartPolicy: OnFailure`` starts again with ``restartCount`` + 1 and its ``lastState`` (at once
   the first time, then after a ``CrashLoopBackOff`` of 10 s doubling, times ``backoff_scale``); each
@@ -106,6 +109,8 @@ class PodSim:
     since: float = field(default_factory=time.monotonic)
     ip: str = ""  # status.podIP, from when it is scheduled
     dirty: bool = False  # a probe changed what its status says: write it
+    #: container → (mount path, local folder) of its ConfigMap volumes
+    mounts: dict[str, list[tuple[str, Path]]] = field(default_factory=dict)
 
     @property
     def state(self) -> str:
@@ -157,6 +162,9 @@ class Kubelet:
             claim = next((c for c in self._claims(pod) if c in self.unmountable), None)
             if claim is not None:
                 return self._mount_failing(pod, claim)
+            missing = self._mount_config_maps(pod)
+            if missing is not None:
+                return self._mount_failing(pod, *missing)
             pod.stage = "running"
         if pod.stage == "running":
             self._containers(pod)
@@ -217,11 +225,34 @@ class Kubelet:
             self.s.event(pod, "Failed" if phase == 0 else "BackOff", message, source="kubelet")
             self.write(pod)
 
-    def _mount_failing(self, pod: PodSim, claim: str) -> None:
+    def _mount_config_maps(self, pod: PodSim) -> tuple[str, str] | None:
+        """Write each ConfigMap volume's files into a folder of the pod; (volume, why) when one is missing."""
+        folders = {}
+        for volume in pod.spec.get("volumes") or []:
+            name = (volume.get("configMap") or {}).get("name")
+            if name is None:
+                continue
+            found = self.s.store.find(("", "v1", "configmaps"), pod.job.namespace, name)
+            if found is None:
+                return volume["name"], f'configmap "{name}" not found'
+            folder = self.s.logs / f"{pod.job.namespace}_{pod.name}_{pod.uid}_{volume['name']}"
+            if not folder.exists():
+                folder.mkdir(parents=True)
+                for key, text in (found.get("data") or {}).items():
+                    (folder / key).write_text(text)
+                    (folder / key).chmod(0o444)
+                folder.chmod(0o555)  # a ConfigMap volume is read-only
+            folders[volume["name"]] = folder
+        for box in pod.boxes:
+            pod.mounts[box.name] = [(m["mountPath"], folders[m["name"]]) for m in box.spec.get("volumeMounts") or []
+                                    if m.get("name") in folders]
+        return None
+
+    def _mount_failing(self, pod: PodSim, claim: str, why: str = "") -> None:
         if not pod.reason:
             pod.reason = "mounting"
-            self.s.event(pod, "FailedMount", f"MountVolume.SetUp failed for volume \"{claim}\": mount failed: "
-                                              "exit status 32: mount.nfs: Connection timed out", source="kubelet")
+            why = why or "mount failed: exit status 32: mount.nfs: Connection timed out"
+            self.s.event(pod, "FailedMount", f"MountVolume.SetUp failed for volume \"{claim}\" : {why}", source="kubelet")
             for box in pod.boxes:
                 box.reason = "PodInitializing" if box.init else "ContainerCreating"
             self.write(pod)
@@ -246,8 +277,9 @@ class Kubelet:
         """Start the container's next instance; False if it has to wait (nothing changed then)."""
         path = self.s.logs / f"{pod.job.namespace}_{pod.name}_{box.name}_{len(box.log.instances)}.log"
         argv = self.s.argv(box.spec)
+        mounts = pod.mounts.get(box.name) or []
         if argv not in (None, SSHD):  # $(VAR) in the command, from the container's environment
-            argv = tuple(expand(a, {**self.s.env_of(box.spec), **pod.env}) for a in argv)
+            argv = tuple(on_mounts(expand(a, {**self.s.env_of(box.spec), **pod.env}), mounts) for a in argv)
         block = None if argv in (None, SSHD) or self.s.simulate is not None else self.s.before_start(pod, box, path)
         if block == "wait":  # an init container of the operator's is still waiting
             changed, box.reason = box.reason != "PodInitializing", "PodInitializing"
@@ -271,9 +303,11 @@ class Kubelet:
             box.ends, box.code = time.monotonic(), block[0]
         else:
             env = self.s.network.pod_env(pod, {**os.environ, **self.s.env_of(box.spec), **pod.env})
+            env = {k: on_mounts(v, mounts) for k, v in env.items()}
+            workdir = on_mounts(path_of(box.spec.get("workingDir") or "", self.s.mount_path, self.s.local_root), mounts)
             with open(path, "wb") as log:
                 box.process = subprocess.Popen(argv, env=env,
-                                               cwd=self.s.workdir, stdin=subprocess.DEVNULL, stdout=log,
+                                               cwd=workdir or self.s.workdir, stdin=subprocess.DEVNULL, stdout=log,
                                                stderr=subprocess.STDOUT, start_new_session=True)
             self.s.started_processes.append(box.process)
         box.log.instances.append(path)
@@ -470,6 +504,13 @@ def expand(text: str, env: dict[str, str]) -> str:
         out.append(text[i])
         i += 1
     return "".join(out)
+
+
+def on_mounts(value: str, mounts: list[tuple[str, Path]]) -> str:
+    """``value`` with a ConfigMap volume's mount path replaced by its local folder."""
+    for mount, folder in mounts:
+        value = path_of(value, mount, folder)
+    return value
 
 
 def path_of(value: str, mount: str, root: Path) -> str:

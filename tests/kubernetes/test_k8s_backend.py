@@ -111,8 +111,11 @@ def test_kept_jobs_stay_and_a_rerun_replaces_the_leftover(cluster: Cluster, run_
     assert second.status == "succeeded" and second.run_id == first.run_id
     (job,) = jobs_left(cluster)
     assert job["metadata"]["uid"] != kept["metadata"]["uid"]
-    calls = [(r.method, r.code) for r in cluster.api.requests if r.method in ("POST", "DELETE")]
-    assert calls == [("POST", 201), ("POST", 409), ("DELETE", 200), ("POST", 201)]
+    calls = lambda what: [(r.method, r.code) for r in cluster.api.requests  # noqa: E731
+                          if r.method in ("POST", "DELETE") and what in r.path]
+    assert calls("pytorchjobs") == [("POST", 201), ("POST", 409), ("DELETE", 200), ("POST", 201)]
+    # so is the spec folder's ConfigMap, kept with the jobs
+    assert calls("configmaps") == [("POST", 201), ("POST", 409), ("DELETE", 200), ("POST", 201)]
 
 
 @pytest.mark.parametrize(("kind", "logs"), [
@@ -158,11 +161,11 @@ def test_tracking_calls_do_not_grow_with_polls(cluster: Cluster, run_spec) -> No
     code = "import time, kubebench; time.sleep(1); kubebench.report(v=1)"
     ran = run_spec(spec(workers=1, code=code, repeats=3))
     assert ran.by_status() == {"succeeded": 3}
-    # once: the pre-flight check (discovery of the core API and of the kind, the namespace), one list +
-    # watch for the jobs and for the pods, the node (provenance); per job: create, one stream per
-    # container, the final list of its pods, delete
+    # once: the pre-flight check (discovery of the core API and of the kind, the namespace), the spec
+    # folder's ConfigMap (create, delete), one list + watch for the jobs and for the pods, the node
+    # (provenance); per job: create, one stream per container, the final list of its pods, delete
     assert calls(cluster) == {"discovery": 2, "read namespace": 1, "watch": 2, "list": 2, "read node": 1,
-                              "create": 3, "follow log": 3, "list a run's pods": 3, "delete": 3}
+                              "create": 1 + 3, "follow log": 3, "list a run's pods": 3, "delete": 1 + 3}
 
 
 def test_random_api_errors_are_retried(cluster: Cluster, run_spec) -> None:
@@ -175,12 +178,12 @@ def test_random_api_errors_are_retried(cluster: Cluster, run_spec) -> None:
 
 
 def test_a_create_whose_answer_was_lost_is_not_done_twice(cluster: Cluster, run_spec) -> None:
-    cluster.api.faults = Faults(rate=1.0, kinds=("reset-after",), methods=("POST",), limit=1)
+    cluster.api.faults = Faults(rate=1.0, kinds=("reset-after",), methods=("POST",), limit=1, path="pytorchjobs")
     (run,) = run_spec(spec(workers=1)).runs
     assert run.status == "succeeded", run.reason
-    posts = [(r.method, r.code) for r in cluster.api.requests if r.method == "POST"]
+    posts = [(r.method, r.code) for r in cluster.api.requests if r.method == "POST" and "pytorchjobs" in r.path]
     assert posts == [("POST", 0), ("POST", 409)]  # created, answer lost; the retry finds its own object
-    assert cluster.api.count("DELETE") == 1 and len(cluster.operator.timings) == 1
+    assert cluster.api.count("DELETE", "pytorchjobs") == 1 and len(cluster.operator.timings) == 1
 
 
 def test_an_api_refusal_fails_the_run_with_the_status_and_object(cluster: Cluster, run_spec) -> None:

@@ -63,7 +63,7 @@ def test_doctor_passes_on_a_cluster_that_can_run_the_spec(cluster: Cluster, tmp_
     result = invoke("doctor", str(write(tmp_path)))
     assert result.exit_code == 0, result.output
     assert "ok   PyTorchJob (kubeflow.org/v1): served" in result.output
-    assert "ok   permissions: 9 verbs allowed" in result.output
+    assert "ok   permissions: 11 verbs allowed" in result.output
     assert "ok   claim from a pod: a pod read what kubebench wrote in" in result.output
     assert "checks passed" in result.output
 

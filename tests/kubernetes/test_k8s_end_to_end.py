@@ -83,7 +83,9 @@ def test_ddp_pytorchjob_end_to_end_stores_what_the_local_backend_stores(cluster:
     shown = invoke("show", "ddp-k8s")
     assert shown.exit_code == 0 and "1 succeeded" in shown.output
     calls = cluster.api
-    assert calls.count("POST") == 1 and calls.count("DELETE") == 1 and calls.count("GET", "/log") == 2
+    assert calls.count("POST", "pytorchjobs") == 1 and calls.count("DELETE", "pytorchjobs") == 1
+    assert calls.count("POST", "configmaps") == 1 and calls.count("DELETE", "configmaps") == 1  # the spec's folder
+    assert calls.count("GET", "/log") == 2
     assert calls.store.list(("kubeflow.org", "v1", "pytorchjobs"), cluster.namespace)[0] == []
 
 

@@ -58,7 +58,7 @@ def test_a_workload_failure_is_not_retried(cluster: Cluster, run_spec) -> None:
 
 
 def test_an_api_server_error_on_create_is_retried(cluster: Cluster, run_spec) -> None:
-    cluster.api.faults = Faults(rate=1.0, kinds=(500,), methods=("POST",), limit=1)
+    cluster.api.faults = Faults(rate=1.0, kinds=(500,), methods=("POST",), limit=1, path="pytorchjobs")
     ran = run_spec(spec("import kubebench; kubebench.report(v=1)"))
     (run,) = ran.runs
     assert (run.status, run.metrics, run.attempts) == ("succeeded", {"v": 1.0}, 2)
@@ -179,7 +179,7 @@ def test_a_job_left_running_by_a_killed_runner_is_deleted_before_the_run_is_redo
         (1, "interrupted"), (2, "succeeded")]
     assert all(p.poll() is not None for p in first)
     calls = [(r.method, r.code, r.query.get("propagationPolicy")) for r in cluster.api.requests
-             if r.method in ("POST", "DELETE")]
+             if r.method in ("POST", "DELETE") and "pytorchjobs" in r.path]
     # reclaimed (and awaited), submitted, cleaned up
     assert calls[-3:] == [("DELETE", 200, "Foreground"), ("POST", 201, None), ("DELETE", 200, "Background")]
     assert cluster.api.store.list(PYTORCHJOBS, cluster.namespace)[0] == [] and left["metadata"]["name"] == f"kb-{run.run_id}"

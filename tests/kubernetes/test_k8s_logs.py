@@ -63,7 +63,7 @@ def test_a_log_that_cannot_be_read_is_a_warning_not_the_runs_outcome(cluster: Cl
 def _everything_but_logs() -> list[tuple[str, str, str]]:
     verbs = ("get", "list", "watch", "create", "delete")
     resources = [("kubeflow.org", "pytorchjobs"), ("", "pods"), ("", "events"), ("", "nodes")]
-    return [(v, g, r) for v in verbs for g, r in resources]
+    return [(v, g, r) for v in verbs for g, r in resources] + [("create", "", "configmaps"), ("delete", "", "configmaps")]
 
 
 def test_a_replicas_later_pod_gets_its_name_and_the_earlier_ones_are_kept(cluster: Cluster, run_spec,

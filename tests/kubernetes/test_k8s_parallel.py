@@ -107,6 +107,6 @@ def test_the_command_line_chooses_backend_and_parallelism(cluster: Cluster, tmp_
     spec_file.write_text(spec(sleep=0.5, repeats=1, backend="local"))
     result = CliRunner().invoke(app, ["run", str(spec_file), "--backend", "kubernetes", "--parallelism", "3", "--id", "cli"])
     assert result.exit_code == 0, result.output
-    assert cluster.operator.max_active == 3 and cluster.api.count("POST") == 3
+    assert cluster.operator.max_active == 3 and cluster.api.count("POST", "/jobs") == 3
     unknown = CliRunner().invoke(app, ["run", str(spec_file), "--backend", "slurm"])
     assert unknown.exit_code == 2 and "unknown backend 'slurm'; valid: kubernetes, local" in unknown.output

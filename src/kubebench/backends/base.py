@@ -16,6 +16,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar, Union
 
 from ..paths import RunPaths
@@ -145,6 +146,15 @@ class Backend(ABC, Generic[H, C]):
         from ..provenance import machine
 
         return dict(machine())
+
+    def give_spec(self, spec_file: Path) -> None:
+        """The spec's file, before any job is rendered: a backend whose jobs run on other machines
+        gives them its folder (Kubernetes: a ConfigMap, their working directory). A SpecError when
+        the folder cannot go with them."""
+
+    def begin(self, experiment_id: str) -> None:
+        """Once the experiment's lock is held, before its first job: set up what all its jobs share
+        (Kubernetes: the spec folder's ConfigMap); ``close`` undoes it."""
 
     def check(self, manifests: list[dict[str, Any]]) -> None:
         """Before anything runs: can jobs like these (one per trial) run here at all? Raises

@@ -52,6 +52,7 @@ class Resource:
 PODS = Resource("", "v1", "pods", "Pod")
 EVENTS = Resource("", "v1", "events", "Event")
 SERVICES = Resource("", "v1", "services", "Service")
+CONFIG_MAPS = Resource("", "v1", "configmaps", "ConfigMap")
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
 JOBS = Resource("batch", "v1", "jobs", "Job")
 
@@ -90,8 +91,9 @@ class Api:
         operator) refuses the object instead of pruning the field and running it without.
         """
         what = f"create {res.kind} {namespace}/{body['metadata']['name']}"
-        if res == SERVICES:
-            return self.call(what, lambda timeout: json.loads(raw(self.core.create_namespaced_service(
+        if res in (SERVICES, CONFIG_MAPS):
+            create = self.core.create_namespaced_service if res == SERVICES else self.core.create_namespaced_config_map
+            return self.call(what, lambda timeout: json.loads(raw(create(
                 namespace, cast(Any, body), field_validation="Strict", _preload_content=False, _request_timeout=timeout)).data),
                 expect=(409,))
         # the client annotates custom objects as ``object``: they are the JSON objects the server sent
@@ -118,6 +120,9 @@ class Api:
             if res == SERVICES:
                 return self.core.delete_namespaced_service(name, namespace, propagation_policy=propagation,
                                                            _preload_content=False, _request_timeout=timeout)
+            if res == CONFIG_MAPS:
+                return self.core.delete_namespaced_config_map(name, namespace, propagation_policy=propagation,
+                                                              _preload_content=False, _request_timeout=timeout)
             return self.custom.delete_namespaced_custom_object(res.group, res.version, namespace, res.plural, name,
                                                                propagation_policy=propagation, _request_timeout=timeout)
 

@@ -24,8 +24,9 @@ from ...errors import BackendError, KubebenchError, SpecError, StorageError
 from ...paths import RunPaths
 from ...render import kinds
 from ...render.serving import kubernetes_objects
+from ...spec.files import spec_files_of
 from ..base import Backend, Check, JobStatus, Outcome, PodTelemetry
-from . import objects, preflight, serving, status as st
+from . import objects, preflight, serving, specmap, status as st
 from .api import PODS, Api, Resource, current_namespace, resource_of
 from .config import KubernetesConfig
 from .handle import KubeJob
@@ -69,6 +70,8 @@ class KubernetesBackend(Backend[KubeJob, KubernetesConfig]):
         self._namespace: str | None = None
         self._served: dict[Resource, str | None] = {}  # resource → why it cannot be used (None: it can)
         self._nodes = NodeCache(lambda: self.api)
+        self._spec_files: dict[str, str] | None = None  # the spec's folder, when this backend ships it
+        self._spec_map: str | None = None  # the ConfigMap this runner made of it
 
     @property
     def namespace(self) -> str:
@@ -110,8 +113,10 @@ class KubernetesBackend(Backend[KubeJob, KubernetesConfig]):
         storage = self.config.storage
         kinds.mount_claim(manifest, storage.volume, storage.claim, storage.mount_path, _folders(storage, paths))
         kinds.mount_shm(manifest, self.config.shm_size)
-        if self.config.spec_configmap:
-            kinds.mount_config_map(manifest, "kubebench-spec", self.config.spec_configmap, self.config.spec_mount)
+        config_map = self.config.spec_configmap or (specmap.name_of(paths.experiment_id)
+                                                    if self._spec_files is not None else None)
+        if config_map:  # the pods' working directory: the spec's folder
+            kinds.mount_config_map(manifest, "kubebench-spec", config_map, self.config.spec_mount)
         # In Istio-injected namespaces (Kubeflow profiles) a classic sidecar outlives the job's container.
         kinds.set_template_annotations(manifest, {"sidecar.istio.io/inject": "false"})
         kinds.add_env_default(manifest, {"LOCAL_WORLD_SIZE": "1", "LOCAL_RANK": "0"})
@@ -126,6 +131,16 @@ class KubernetesBackend(Backend[KubeJob, KubernetesConfig]):
                                 "(mpi-operator); set job.mpi_api_version: kubeflow.org/v2beta1 or drop the queue")
             meta.setdefault("labels", {}).setdefault(QUEUE_LABEL, self.config.queue)
         return manifest
+
+    def give_spec(self, spec_file: Path) -> None:
+        """Ship the spec's folder to the pods (see :mod:`.specmap`) unless a ConfigMap of it is given."""
+        if not self.config.spec_configmap and self.config.ship_spec:
+            self._spec_files = spec_files_of(spec_file)  # too big: a SpecError before anything runs
+
+    def begin(self, experiment_id: str) -> None:
+        """Make the ConfigMap of the spec's folder that every job pod mounts."""
+        if self._spec_files is not None:
+            self._spec_map = specmap.ship(self.api, self.namespace, experiment_id, self._spec_files)
 
     def check(self, manifests: list[dict[str, Any]]) -> None:
         """The client configured, the API server reachable, the namespace there, every kind served."""
@@ -142,7 +157,8 @@ class KubernetesBackend(Backend[KubeJob, KubernetesConfig]):
             return [Check("cluster", "fail", str(e))]
         storage = self.config.storage
         root = Path(storage.local_path) if storage.local_path else Path(local.experiments_root).parent
-        return preflight.doctor(api, self.config, self.namespace, manifests, root, self.config.probe_image)
+        return preflight.doctor(api, self.config, self.namespace, manifests, root, self.config.probe_image,
+                                ships_spec=self._spec_files is not None)
 
     def objects(self, manifest: dict[str, Any]) -> list[dict[str, Any]]:
         """A Serving manifest is a Deployment, a Service and a load Job on a cluster."""
@@ -383,6 +399,9 @@ class KubernetesBackend(Backend[KubeJob, KubernetesConfig]):
             self._informers.clear()
         for handle in leftovers:
             self.cancel(handle)
+        if self._spec_map is not None and not self.config.keep_jobs:
+            specmap.remove(self.api, self.namespace, self._spec_map)
+        self._spec_map = None
         for informer in informers:
             informer.stop()
         with self._lock:

@@ -66,6 +66,10 @@ class KubernetesConfig(PluginConfig):
     spec_configmap: str | None = Field(default_factory=lambda: os.environ.get("KUBEBENCH_SPEC_CONFIGMAP") or None)
     spec_mount: str = Field(default_factory=lambda: os.environ.get("KUBEBENCH_SPEC_DIR") or "/etc/kubebench/spec",
                             pattern=r"^/")
+    #: Without ``spec_configmap``: ship the spec's folder (the spec and every text file beside it) as a
+    #: ConfigMap ``kb-spec-<experiment>`` made before the first job and deleted when the runner ends (kept
+    #: with ``keep_jobs``), mounted the same way; false: the pods run in their image's working directory.
+    ship_spec: bool = True
     #: Image of the pod ``kubebench doctor`` starts to check that it sees the claim as kubebench does.
     probe_image: str = "busybox:1.36"
     #: Attempts of an API call that fails transiently (429, 5xx, connection reset), with backoff.

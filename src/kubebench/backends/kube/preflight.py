@@ -26,6 +26,8 @@ LOCAL_QUEUES = Resource("kueue.x-k8s.io", "v1beta1", "localqueues", "LocalQueue"
 JOB_VERBS = ("create", "get", "list", "watch", "delete")
 #: A Serving job's Service is created, read (a retried create) and deleted, never watched.
 SERVICE_VERBS = ("create", "get", "delete")
+#: The ConfigMap of the spec's folder is made (after deleting one left by a killed runner) and deleted.
+SPEC_MAP_VERBS = ("create", "delete")
 #: What kubebench does besides its job kinds: (verb, group, resource, needed for).
 OTHER_VERBS = (
     ("get", "", "pods", "following a job's pods"), ("list", "", "pods", "following a job's pods"),
@@ -74,8 +76,9 @@ def resources(manifests: list[dict[str, Any]]) -> list[Resource]:
 
 
 def doctor(api: Api, config: KubernetesConfig, namespace: str, manifests: list[dict[str, Any]],
-           local_root: Path, probe_image: str) -> list[Check]:
-    """Every check, each a :class:`Check` (a failed one does not stop the others)."""
+           local_root: Path, probe_image: str, ships_spec: bool = False) -> list[Check]:
+    """Every check, each a :class:`Check` (a failed one does not stop the others); ``ships_spec``:
+    the runner makes the ConfigMap of the spec's folder itself."""
     checks = [Check("cluster", "ok", f"API server at {api.host}")]
     found = api.namespace_exists(namespace)
     checks.append(Check("namespace", "ok" if found else "warn" if found is None else "fail",
@@ -84,7 +87,7 @@ def doctor(api: Api, config: KubernetesConfig, namespace: str, manifests: list[d
     for resource in resources(manifests):
         why = objects.not_served(api, resource)
         checks.append(Check(f"{resource.kind} ({resource.api_version})", "fail" if why else "ok", why or "served"))
-    checks += _access(api, config, namespace, manifests)
+    checks += _access(api, config, namespace, manifests, ships_spec)
     checks.append(_claim(api, config, namespace))
     checks.append(_probe(api, config, namespace, local_root, probe_image))
     if config.queue:
@@ -94,13 +97,16 @@ def doctor(api: Api, config: KubernetesConfig, namespace: str, manifests: list[d
     return checks
 
 
-def _access(api: Api, config: KubernetesConfig, namespace: str, manifests: list[dict[str, Any]]) -> list[Check]:
+def _access(api: Api, config: KubernetesConfig, namespace: str, manifests: list[dict[str, Any]],
+            ships_spec: bool) -> list[Check]:
     """A SelfSubjectAccessReview for every verb kubebench uses."""
     needed = [(verb, r.group, r.plural, f"running {r.kind}s") for r in resources(manifests)
               for verb in (SERVICE_VERBS if r == SERVICES else JOB_VERBS)]
     needed += list(OTHER_VERBS)
     if config.keep_jobs:
         needed.append(("delete", "", "pods", "stopping the pods of kept jobs"))
+    if ships_spec:
+        needed += [(verb, "", "configmaps", "giving the pods the spec's folder") for verb in SPEC_MAP_VERBS]
     checks, refused = [], []
     for verb, group, resource, why in needed:
         if not api.allowed(namespace, verb, group, resource):
