@@ -74,7 +74,15 @@ def test_a_trainjobs_nodes_train_as_one_distributed_job(cluster: Cluster, run_sp
 
 # --- HIGH-2: no backoffLimit on Kubeflow v1 jobs ------------------------------------------------------
 
-BYE = "import os, sys, time; print('rank', os.environ['RANK'], 'says bye', flush=True); os.environ['RANK'] == '1' and sys.exit(3); time.sleep(60)"
+# Both ranks say bye; rank 1 fails once rank 0 has (a file on the shared volume says so: on a busy
+# machine rank 1 could otherwise fail, and the job be deleted, before rank 0 has printed a word), and
+# rank 0 hangs, as a DDP master waiting for its peer does
+BYE = ("import os, sys, time\\n"
+       "rank, spoke = os.environ['RANK'], os.path.join(os.environ['KUBEBENCH_EXP_OUTPUT_PATH'], 'rank0-spoke')\\n"
+       "print('rank', rank, 'says bye', flush=True)\\n"
+       "if rank == '0': open(spoke, 'w').close(); time.sleep(60)\\n"
+       "while not os.path.exists(spoke): time.sleep(0.05)\\n"
+       "sys.exit(3)\\n")
 
 
 @pytest.mark.cluster(training_operator="1.9.3")
