@@ -1,16 +1,12 @@
 // A series' history: the changes found (a table) and the medians per trial with CI bands (Plotly),
 // from /api/history/<series> — the same analysis as `kubebench history`.
-import { el, fmtNum, fmtParams, fmtTime, getJson, loadPlotly, plotLayout, showError, takePrefetched } from "./common.js";
+import { el, fmtNum, fmtParams, fmtTime, getJson, plotLayout, showError, takePrefetched } from "./common.js";
 import { draw, drawEmpty } from "./plots.js";
 
 const root = document.getElementById("history");
 const series = root.dataset.series;
 const errorBox = document.getElementById("history-error");
 const metricSelect = document.getElementById("history-metric");
-
-// Plotly is fetched and parsed while the history is computed and sent, not after it; a failure shows
-// when the chart is drawn
-loadPlotly().catch(() => {});
 
 const pct = (x) => (x === null || x === undefined ? "–" : `${x >= 0 ? "+" : "−"}${Math.abs(x * 100).toFixed(1)}%`);
 
