@@ -110,11 +110,23 @@ def test_pages_in_chromium(browser, artifacts, seeded) -> None:
         page.wait_for_selector("#history-chart[data-rendered='1']", state="attached")
         assert page.locator("#changes-table tbody tr").count() >= 1
         assert "version 1." in page.locator("#changes-table tbody").inner_text()
-        assert page.locator("#history-chart .shapelayer path").count() >= 1  # the change is marked
+        assert page.locator("#history-chart svg line.change").count() >= 1  # the change is marked
+        assert page.locator("#history-chart svg text.change-note").count() >= 1  # with its size written
+        assert page.locator("#history-chart svg polyline.line").count() >= 1
+        assert page.locator("#history-chart svg polygon.band").count() >= 1  # the CI band
         browsing.shot("history")
-        # click a point → its experiment
-        page.evaluate("""() => { const n = document.getElementById('history-chart');
-            n.emit('plotly_click', {points: [{customdata: 'e07'}]}); }""")
+        # a trial hidden from the legend and shown again
+        key = page.locator("#history-chart .history-key").first
+        lines = page.locator("#history-chart svg polyline.line").count()
+        key.click()
+        assert page.locator("#history-chart svg polyline.line").count() == lines - 1
+        key.click()
+        assert page.locator("#history-chart svg polyline.line").count() == lines
+        # hover a point → its experiment named; click it → its experiment
+        box = page.locator("#history-chart circle[data-id='e07']").first.bounding_box()
+        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        assert "e07" in page.locator("#history-chart .history-tip").inner_text()
+        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
         page.wait_for_url("**/experiments/e07")
         assert page.locator("#history-link").get_attribute("href") == "/history/e07"
         page.goto(url + "/")

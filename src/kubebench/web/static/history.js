@@ -1,7 +1,8 @@
-// A series' history: the changes found (a table) and the medians per trial with CI bands (Plotly),
+// A series' history: the changes found (a table) and the medians per trial with CI bands (SVG),
 // from /api/history/<series> — the same analysis as `kubebench history`.
-import { el, fmtNum, fmtParams, fmtTime, getJson, plotLayout, showError, takePrefetched } from "./common.js";
-import { draw, drawEmpty } from "./plots.js";
+import { el, fmtNum, fmtParams, fmtTime, getJson, showError, takePrefetched } from "./common.js";
+import { drawHistory } from "./history_chart.js";
+import { drawEmpty } from "./plots.js";
 
 const root = document.getElementById("history");
 const series = root.dataset.series;
@@ -55,20 +56,13 @@ function renderMetrics(result) {
   metricSelect.replaceChildren(...result.metrics.map((m) => el("option", { value: m, selected: m === result.metric }, m)));
 }
 
-async function renderChart(result) {
+function renderChart(result) {
   const node = document.getElementById("history-chart");
   if (!result.trials.length) {
     drawEmpty(node, "Nothing to plot.");
     return;
   }
-  const { title, ...rest } = result.figure.layout;
-  const figure = { data: result.figure.data,
-    layout: plotLayout(title.text, { ...rest, height: Math.max(360, Math.min(720, 300 + 20 * result.trials.length)) }) };
-  await draw(node, figure);
-  node.on("plotly_click", (event) => {
-    const id = event.points && event.points[0] && event.points[0].customdata;
-    if (id) window.location.href = `/experiments/${encodeURIComponent(id)}`;
-  });
+  drawHistory(node, result.figure, Math.max(360, Math.min(720, 300 + 20 * result.trials.length)));
   if (!performance.getEntriesByName("history-plotted").length) performance.mark("history-plotted");
 }
 
@@ -79,7 +73,7 @@ async function load() {
     renderMetrics(result);
     renderChanges(result);
     root.dataset.ready = "1";
-    await renderChart(result);
+    renderChart(result);
   } catch (error) {
     showError(errorBox, error);
     root.dataset.ready = "1";
