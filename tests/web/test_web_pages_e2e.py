@@ -122,7 +122,8 @@ def test_launch_watch_plot_logs_and_files(browsing, fresh_live):
     page.wait_for_url(re.compile(r"/experiments/e2e-launch-"))
     page.wait_for_selector("#experiment[data-live='1']")  # following the events while it runs
     page.wait_for_selector("#experiment[data-state='succeeded']", timeout=90_000)
-    page.wait_for_selector("#plots[data-rendered='1']")
+    # the plots of the finished experiment (the progress event that says so comes before its last runs)
+    page.wait_for_selector("#plots[data-rendered='1'][data-state='succeeded']")
     progress = page.locator("#exp-progress .progress-wrap")
     assert progress.get_attribute("data-done") == progress.get_attribute("data-total") == "4"
     assert page.locator("#trials-table tbody tr").count() == 2

@@ -238,9 +238,15 @@ function renderRuns(exp, name) {
 }
 
 // ---- plots ---------------------------------------------------------------------------------------
+// Each render draws the plots again; only the latest drawing, once done, marks them rendered (with the
+// state it drew), so that a finished experiment's plots are known to show its final runs.
+let plotsDrawn = 0;
+
 async function drawPlots(exp, name) {
   const note = document.getElementById("plots-note");
   const plots = document.getElementById("plots");
+  const drawing = ++plotsDrawn;
+  plots.dataset.rendered = "0";
   if (!name) {
     note.textContent = "The experiment declares no metric: nothing to plot.";
     note.hidden = false;
@@ -268,7 +274,10 @@ async function drawPlots(exp, name) {
     const scalingBox = document.getElementById("plot-scaling");
     scalingBox.hidden = !figure;
     if (figure) await draw(scalingBox, figure);
-    plots.dataset.rendered = "1";
+    if (drawing === plotsDrawn) {
+      plots.dataset.state = exp.state;
+      plots.dataset.rendered = "1";
+    }
   } catch (error) {
     showError(errorBox, error);
   }
