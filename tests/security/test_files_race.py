@@ -16,11 +16,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings, strategies as st
-from security_support import TINY
-from web_support import WEB_TOKEN, run_spec, serving
+from web_support import WEB_TOKEN, serving, tiny_run
 
-from kubebench.settings import settings as make_settings
-from kubebench.store.store import open_store
 from kubebench.web.app import make_app
 
 SECRET = "SECRET-OUTSIDE-THE-RUN"
@@ -31,9 +28,7 @@ def planted(tmp_path_factory):
     """A finished run whose folder holds links in and out, a loop, a FIFO, and a sibling run folder
     whose name starts with the run's (``<run>x``) holding a secret."""
     root = tmp_path_factory.mktemp("planted")
-    config = make_settings(home=root / "home", store=f"sqlite:///{root / 'home' / 'kb.db'}")
-    run_spec(TINY, root, config, "planted-1")
-    store = open_store(config.store_url)
+    config, store = tiny_run(root, "planted-1")
     run = store.runs("planted-1")[0]
     folder = Path(run.path)
     sibling = folder.parent / (folder.name + "x")  # shares the run folder's name as a prefix

@@ -18,8 +18,8 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 from hypothesis import given, settings, strategies as st
-from security_support import TINY, raw
-from web_support import WEB_TOKEN, free_port, run_spec, serving
+from security_support import raw
+from web_support import WEB_TOKEN, free_port, serving, tiny_run
 
 from kubebench.settings import settings as make_settings
 from kubebench.store.store import open_store
@@ -32,9 +32,7 @@ READ_ROUTES = ["/", "/launch", "/compare", "/api/experiments", "/api/config", "/
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     root = tmp_path_factory.mktemp("hosts")
-    config = make_settings(home=root / "home", store=f"sqlite:///{root / 'home' / 'kb.db'}")
-    run_spec(TINY, root, config, "hosts-1")
-    store = open_store(config.store_url)
+    config, store = tiny_run(root, "hosts-1")
     with serving(make_app(store, config, token=WEB_TOKEN)) as url:
         yield url, store.runs("hosts-1")[0].run_id
 

@@ -11,11 +11,8 @@ from urllib.parse import quote
 import pytest
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings, strategies as st
-from security_support import TINY
-from web_support import WEB_TOKEN, run_spec
+from web_support import WEB_TOKEN, tiny_run
 
-from kubebench.settings import settings as make_settings
-from kubebench.store.store import open_store
 from kubebench.web.app import make_app
 
 
@@ -23,9 +20,7 @@ from kubebench.web.app import make_app
 def run_output(tmp_path_factory):
     """A finished run's ``output/`` folder and a client of the dashboard serving it."""
     root = tmp_path_factory.mktemp("lognames")
-    config = make_settings(home=root / "home", store=f"sqlite:///{root / 'home' / 'kb.db'}")
-    run_spec(TINY, root, config, "lognames-1")
-    store = open_store(config.store_url)
+    config, store = tiny_run(root, "lognames-1")
     run = store.runs("lognames-1")[0]
     with TestClient(make_app(store, config, token=WEB_TOKEN), base_url="http://127.0.0.1") as client:
         yield client, run.run_id, Path(run.path) / "output"

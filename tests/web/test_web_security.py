@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 from fastapi.testclient import TestClient
-from web_support import TINY, WEB_TOKEN, free_port, run_spec, serving
+from web_support import TINY, WEB_TOKEN, free_port, serving, tiny_run
 
 from kubebench.web.app import make_app
 
@@ -182,13 +182,9 @@ def test_templates_render_in_the_sandbox(fresh_web, tmp_path: Path, expression: 
 @pytest.fixture(scope="module")
 def browsed(tmp_path_factory):
     """A run folder with links planted in it, its sibling run, and a live server over them."""
-    from kubebench.settings import settings as make_settings
-    from kubebench.store.store import open_store
 
     root = tmp_path_factory.mktemp("browse")
-    config = make_settings(home=root / "home", store=f"sqlite:///{root / 'home' / 'kb.db'}")
-    run_spec(TINY, root, config, "browse-1")
-    store = open_store(config.store_url)
+    config, store = tiny_run(root, "browse-1")
     run, sibling = store.runs("browse-1")
     output = Path(run.path) / "output"
     (output / "passwd").symlink_to("/etc/passwd")

@@ -74,6 +74,16 @@ class WebHome:
         return open_store(self.settings.store_url)
 
 
+def tiny_run(root: Path, experiment_id: str):
+    """A kubebench home under ``root`` where :data:`TINY` ran as ``experiment_id``: (settings, store)."""
+    from kubebench.settings import settings as make_settings
+    from kubebench.store.store import open_store
+
+    config = make_settings(home=root / "home", store=f"sqlite:///{root / 'home' / 'kb.db'}")
+    run_spec(TINY, root, config, experiment_id)
+    return config, open_store(config.store_url)
+
+
 def run_spec(text: str, folder: Path, settings, experiment_id: str) -> None:
     """Run a spec for real through the runner's Python API (local backend)."""
     from kubebench.runner import execute, plan_experiment
