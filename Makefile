@@ -32,6 +32,17 @@ $(VENV)/.tensorflow: $(VENV)/.installed-dev
 	$(PY) -m pip install -q -e ".[tensorflow]"
 	touch $@
 
+# GuideLLM, one of the load tools whose results kubebench reads (tests/serving/test_guidellm.py runs it
+# for real against a Serving job), in a venv of its own: it pulls transformers and datasets and pins
+# its own versions of what kubebench also uses. PyTorch, which it requires, is the same CPU build.
+GUIDELLM ?= guidellm==0.8.1
+GUIDELLM_VENV ?= .venv-guidellm
+$(GUIDELLM_VENV)/.installed: Makefile
+	python3 -m venv $(GUIDELLM_VENV)
+	$(GUIDELLM_VENV)/bin/python -m pip install -q --upgrade pip
+	$(GUIDELLM_VENV)/bin/python -m pip install -q "$(GUIDELLM)" "$(TORCH)"
+	touch $@
+
 demo: setup
 	$(VENV)/bin/kubebench run examples/pytorch-cnn/benchmark.yaml
 
@@ -60,7 +71,7 @@ check: setup-dev
 	$(VENV)/bin/mypy src/kubebench
 	$(VENV)/bin/lint-imports
 
-test: setup-dev deps-debian $(VENV)/.tensorflow check
+test: setup-dev deps-debian $(VENV)/.tensorflow $(GUIDELLM_VENV)/.installed check
 	$(PY) -m pytest --cov=kubebench --cov-branch --cov-report=term:skip-covered --cov-fail-under=$(COVERAGE_FLOOR) $(PYTEST_ARGS)
 
 # Only the tests that need TensorFlow (`make test` runs them too).
@@ -100,4 +111,4 @@ bench-cnn: setup
 	$(PY) bench/cnn_fidelity.py
 
 clean:
-	rm -rf $(VENV) kubebench-data mutants .coverage .coverage.*
+	rm -rf $(VENV) $(GUIDELLM_VENV) kubebench-data mutants .coverage .coverage.*

@@ -65,8 +65,9 @@ class Case:
     item: str
 
 
-def cases(fast: bool) -> list[Case]:
-    """The CNN and LLM commands, full size on a GPU or tiny on a CPU (``fast``)."""
+def cases(fast: bool, steps: int | None = None) -> list[Case]:
+    """The CNN and LLM commands, full size on a GPU or tiny on a CPU (``fast``); ``steps`` measured steps
+    instead of the defaults (longer runs narrow the kubebench/bare CI)."""
     if fast:
         cnn = ("--model", "small", "--batch-size", "16", "--steps", "10", "--warmup-steps", "2", "--threads", "1")
         llm = ("--preset", "tiny", "--batch-size", "8", "--steps", "12", "--warmup-steps", "2", "--threads", "1")
@@ -74,6 +75,8 @@ def cases(fast: bool) -> list[Case]:
         cnn = ("--model", "resnet50", "--batch-size", "256", "--amp", "bf16", "--channels-last", "--image-size", "224",
                "--num-classes", "1000", "--steps", "40", "--warmup-steps", "10")
         llm = ("--preset", "1b", "--batch-size", "8", "--amp", "bf16", "--steps", "30", "--warmup-steps", "5")
+    if steps:
+        cnn, llm = (a[:a.index("--steps") + 1] + (str(steps),) + a[a.index("--steps") + 2:] for a in (cnn, llm))
     return [Case("cnn", ("-m", "kubebench.workloads.cnn", *cnn), "images_per_sec", "image"),
             Case("llm", ("-m", "kubebench.workloads.llm_train", *llm), "tokens_per_sec", "token")]
 
@@ -232,6 +235,8 @@ def main() -> None:
     parser.add_argument("--cases", default="cnn,llm", help="which workloads, comma-separated (cnn, llm)")
     parser.add_argument("--cpus", default="", help="pin to these CPUs ('1', '0,1', 'last'; as bench/harness.py): "
                                                    "both arms then compete for the same core")
+    parser.add_argument("--steps", type=int, help="measured steps per run instead of the defaults (10/12 fast, "
+                                                  "40/30 full); longer runs narrow the ratio's CI")
     args = parser.parse_args()
     import torch
 
@@ -241,7 +246,7 @@ def main() -> None:
     print(f"bench/gpu.py: {'fast (CPU)' if fast else 'full'} check on {device}; CPUs {pinned}; {load_line()}",
           flush=True)
     wanted = set(args.cases.split(","))
-    started, all_cases = time.monotonic(), [c for c in cases(fast) if c.name in wanted]
+    started, all_cases = time.monotonic(), [c for c in cases(fast, args.steps) if c.name in wanted]
     folder = Path(tempfile.mkdtemp(prefix="kubebench-gpu-bench-"))
     results = {c.name: {"bare": Arm(), "kubebench": Arm()} for c in all_cases}
     try:

@@ -115,6 +115,44 @@ def test_serves_openai_endpoints(server: AppThread) -> None:
     assert health == b"ok"
 
 
+def post(server: AppThread, path: str, body: dict) -> dict:
+    request = urllib.request.Request(server.url + path, method="POST", headers={"Content-Type": "application/json"},
+                                     data=json.dumps(body).encode())
+    return json.load(urllib.request.urlopen(request))
+
+
+@pytest.mark.parametrize("messages,prompt_tokens", [
+    ([{"role": "user", "content": "one two three"}], 3),
+    # OpenAI's content parts, as GuideLLM sends them (the server once answered them with a 500)
+    ([{"role": "user", "content": [{"type": "text", "text": "one two"}, {"type": "text", "text": "three four"}]}], 4),
+    ([{"role": "system", "content": "be brief"}, {"role": "user", "content": "one two three"}], 5),
+])
+def test_chat_prompts_count_every_message_s_text(server: AppThread, messages: list, prompt_tokens: int) -> None:
+    answer = post(server, "/chat/completions", {"messages": messages, "max_tokens": 3, "ignore_eos": True})
+    assert answer["usage"]["prompt_tokens"] == prompt_tokens
+    assert len(answer["choices"][0]["message"]["content"].split()) == 3
+
+
+def test_completion_prompts_may_be_token_ids_or_a_batch_of_texts(server: AppThread) -> None:
+    assert post(server, "/completions", {"prompt": [5, 6, 7, 8], "max_tokens": 2})["usage"]["prompt_tokens"] == 4
+    assert post(server, "/completions", {"prompt": ["a b", "c"], "max_tokens": 2})["usage"]["prompt_tokens"] == 3
+
+
+@pytest.mark.parametrize("path,body,expected", [
+    ("/chat/completions", {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]},
+     b"only text content parts"),
+    ("/chat/completions", {"messages": [{"role": "user", "content": 7}]}, b"content must be"),
+    ("/chat/completions", {"messages": []}, b"non-empty list"),
+    ("/completions", {"prompt": [{"x": 1}]}, b"prompt must be"),
+    ("/completions", {"prompt": [1, "a"]}, b"prompt must be"),
+])
+def test_a_malformed_body_is_a_400_naming_what_is_wrong(server: AppThread, path: str, body: dict,
+                                                         expected: bytes) -> None:
+    with pytest.raises(urllib.error.HTTPError) as error:
+        post(server, path, body)
+    assert error.value.code == 400 and expected in error.value.read()
+
+
 def test_a_request_the_model_cannot_hold_is_a_400(server: AppThread) -> None:
     request = urllib.request.Request(server.url + "/completions", method="POST",
                                      headers={"Content-Type": "application/json"},

@@ -98,7 +98,8 @@ def guidellm(data: Mapping[str, Any], benchmark: int = 0) -> dict[str, float]:
     _distribution(out, "ttft", ok("time_to_first_token_ms"), 1e-3)
     _distribution(out, "tpot", ok("inter_token_latency_ms"), 1e-3)
     _distribution(out, "e2e", ok("request_latency"), 1.0)
-    for ours, theirs in (("request_throughput", "requests_per_second"), ("output_tokens_per_s", "output_tokens_per_second")):
+    for ours, theirs in (("request_throughput", "requests_per_second"), ("output_tokens_per_s", "output_tokens_per_second"),
+                         ("input_tokens_per_s", "prompt_tokens_per_second")):
         summary = ok(theirs)
         if isinstance(summary, Mapping):
             _put(out, ours, summary.get("mean"))

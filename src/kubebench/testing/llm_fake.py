@@ -18,6 +18,8 @@ import time
 
 from aiohttp import web
 
+from ..workloads.openai_prompt import prompt_of
+
 MODEL = "fake-llm"
 
 
@@ -38,7 +40,10 @@ class FakeLLM:
             return web.json_response({"error": {"message": "injected failure"}}, status=503)
         chat = request.path.endswith("/chat/completions")
         n = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
-        prompt = body.get("prompt") if not chat else body["messages"][-1]["content"]
+        try:
+            prompt = prompt_of(body, chat)
+        except (ValueError, TypeError, KeyError, AttributeError) as e:
+            return web.json_response({"error": {"message": f"bad request: {e}"}}, status=400)
         prompt_tokens = len(prompt) if isinstance(prompt, list) else len(str(prompt).split())
         if self.slots is not None:
             await self.slots.acquire()

@@ -22,6 +22,7 @@ import uuid
 from aiohttp import web
 
 from .llm_engine import Engine, ModelConfig, Sequence, build_model, decode, encode
+from .openai_prompt import prompt_of
 
 MODEL_NAME = "kubebench-tiny"
 
@@ -38,12 +39,10 @@ class Server:
         try:
             body = await request.json()
             chat = request.path.endswith("/chat/completions")
-            prompt = body["messages"][-1]["content"] if chat else body["prompt"]
+            prompt = prompt_of(body, chat)
             max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
-        except (ValueError, KeyError, IndexError, TypeError) as e:
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as e:
             return _error(400, f"bad request: {type(e).__name__}: {e}")
-        if isinstance(prompt, list) and prompt and isinstance(prompt[0], str):
-            prompt = " ".join(prompt)  # a batch of prompts: served as one
         shape = self.engine.model.shape
         tokens = encode(prompt, shape.vocab)
         if max_tokens < 1 or max_tokens >= shape.seq_len:
