@@ -32,15 +32,16 @@ $(VENV)/.tensorflow: $(VENV)/.installed-dev
 	$(PY) -m pip install -q -e ".[tensorflow]"
 	touch $@
 
-# GuideLLM, one of the load tools whose results kubebench reads (tests/serving/test_guidellm.py runs it
-# for real against a Serving job), in a venv of its own: it pulls transformers and datasets and pins
-# its own versions of what kubebench also uses. PyTorch, which it requires, is the same CPU build.
-GUIDELLM ?= guidellm==0.8.1
-GUIDELLM_VENV ?= .venv-guidellm
-$(GUIDELLM_VENV)/.installed: Makefile
-	python3 -m venv $(GUIDELLM_VENV)
-	$(GUIDELLM_VENV)/bin/python -m pip install -q --upgrade pip
-	$(GUIDELLM_VENV)/bin/python -m pip install -q "$(GUIDELLM)" "$(TORCH)"
+# LLM tools kubebench drives, in a venv of their own (they pull transformers and datasets and pin their
+# own versions of what kubebench also uses): GuideLLM, one of the load tools whose results kubebench
+# reads, and Hugging Face's `transformers serve`, a real engine (continuous batching, paged KV cache).
+# tests/serving/test_llm_tools.py runs both for real; PyTorch is the same CPU build.
+LLM_TOOLS ?= guidellm==0.8.1 transformers[serving]==5.24.0
+LLM_TOOLS_VENV ?= .venv-llm-tools
+$(LLM_TOOLS_VENV)/.installed: Makefile
+	python3 -m venv $(LLM_TOOLS_VENV)
+	$(LLM_TOOLS_VENV)/bin/python -m pip install -q --upgrade pip
+	$(LLM_TOOLS_VENV)/bin/python -m pip install -q $(foreach t,$(LLM_TOOLS),"$(t)") "$(TORCH)"
 	touch $@
 
 demo: setup
@@ -71,7 +72,7 @@ check: setup-dev
 	$(VENV)/bin/mypy src/kubebench
 	$(VENV)/bin/lint-imports
 
-test: setup-dev deps-debian $(VENV)/.tensorflow $(GUIDELLM_VENV)/.installed check
+test: setup-dev deps-debian $(VENV)/.tensorflow $(LLM_TOOLS_VENV)/.installed check
 	$(PY) -m pytest --cov=kubebench --cov-branch --cov-report=term:skip-covered --cov-fail-under=$(COVERAGE_FLOOR) $(PYTEST_ARGS)
 
 # Only the tests that need TensorFlow (`make test` runs them too).
@@ -111,4 +112,4 @@ bench-cnn: setup
 	$(PY) bench/cnn_fidelity.py
 
 clean:
-	rm -rf $(VENV) $(GUIDELLM_VENV) kubebench-data mutants .coverage .coverage.*
+	rm -rf $(VENV) $(LLM_TOOLS_VENV) kubebench-data mutants .coverage .coverage.*

@@ -11,10 +11,11 @@ import socket
 from pathlib import Path
 
 import pytest
+from aiohttp import web
 
 from kubebench.serving.metrics import percentile
 from kubebench.serving.records import find_records, read_records
-from kubebench.testing.llm_fake import FakeLLMServer
+from kubebench.testing.llm_fake import AppThread, FakeLLMServer
 from kubebench.workloads import llm_load
 
 
@@ -49,6 +50,38 @@ def test_chat_api_streams_deltas(server: FakeLLMServer) -> None:
     data, _, _ = run(["--endpoint", server.url, "--api", "chat", "--concurrency", "2", "--requests", "6",
                       "--output-tokens", "5"])
     assert len(data.records) == 6 and all(r.ok and r.output_tokens == 5 for r in data.records)
+
+
+def _streaming(*events: bytes) -> web.Application:
+    """A server answering every completion with these SSE bytes, then closing the stream."""
+    async def answer(request: web.Request) -> web.StreamResponse:
+        await request.json()
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        for event in events:
+            await response.write(event)
+        return response
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", answer)
+    return app
+
+
+TOKEN = b'data: {"choices": [{"index": 0, "delta": {"content": " w1"}}]}\n\n'
+LAST = b'data: {"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}], "usage": {"completion_tokens": 2}}\n\n'
+
+
+@pytest.mark.parametrize("events,status", [
+    ((TOKEN, TOKEN, LAST, b"data: [DONE]\n\n"), "ok"),
+    ((TOKEN, TOKEN, LAST), "ok"),  # no [DONE] after a finish_reason: transformers serve ends its streams so
+    ((TOKEN, TOKEN), "incomplete"),  # cut short: neither a finish_reason nor [DONE]
+])
+def test_an_answer_is_complete_at_done_or_at_a_finish_reason(events: tuple[bytes, ...], status: str) -> None:
+    with AppThread(lambda: _streaming(*events)) as server:
+        data, _, _ = run(["--endpoint", server.url, "--model", "m", "--api", "chat", "--concurrency", "1",
+                          "--requests", "2", "--output-tokens", "2", "--scrape-interval", "0"])
+    assert [r.status for r in data.records] == [status, status]
+    assert all(len(r.token_times) == 2 for r in data.records)
 
 
 def test_closed_loop_keeps_its_users_busy_until_the_count(server: FakeLLMServer) -> None:

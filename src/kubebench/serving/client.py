@@ -98,6 +98,8 @@ async def send(session: aiohttp.ClientSession, target: Target, prompt: Prompt, c
                         usage = chunk["usage"]
                     if _chunk_text(chunk):
                         times.append(now)
+                    # a finish_reason ends the answer too: some servers (transformers serve) send no [DONE]
+                    done = done or any(c.get("finish_reason") for c in chunk.get("choices") or ())
     except asyncio.TimeoutError:
         status = "timeout"
     except aiohttp.ClientConnectionError:
