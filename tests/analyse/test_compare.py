@@ -235,6 +235,14 @@ def test_fail_on_for_a_time_metric() -> None:
     assert not fail_on(slower, 0.06)
 
 
+def test_a_loss_exactly_at_the_limit_is_tolerated() -> None:
+    # the limit is the largest tolerated loss: 25% lost (exactly, in binary) passes a 25% rule, fails a 24.9% one
+    for goal, factor in (("maximize", 0.75), ("minimize", 1.25)):
+        lost = compare([100.0] * 10, [100.0 * factor] * 10, goal=goal)
+        assert lost.verdict == "regressed" and lost.change == -0.25
+        assert not fail_on(lost, 0.25) and fail_on(lost, 0.249)
+
+
 @pytest.mark.parametrize(
     "text, expected",
     [
@@ -258,3 +266,10 @@ def test_parse_fail_on(text: str, expected: tuple[str, float]) -> None:
 def test_parse_fail_on_rejects_bad_rules(text: str) -> None:
     with pytest.raises(SpecError, match="METRIC:-N%"):
         parse_fail_on(text)
+
+
+def test_a_bad_fail_on_rule_says_what_is_expected() -> None:
+    with pytest.raises(SpecError) as error:
+        parse_fail_on("ips:3")
+    assert str(error.value) == ("invalid --fail-on rule 'ips:3': expected METRIC:-N% "
+                                "(for example images_per_sec:-3%, the largest tolerated loss in percent)")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from kubebench.analyse.compare import compare
 from kubebench.analyse.family import (
     Check,
     adjust,
@@ -79,6 +81,48 @@ def test_a_change_the_family_does_not_show_is_inconclusive_not_unchanged() -> No
     wide = [o for o in outcomes if not (0.98 <= o.comparison.ratio_ci[0] and o.comparison.ratio_ci[1] <= 1.02)]
     assert wide and all(o.verdict == "inconclusive" for o in wide)
     assert all(o.verdict == o.comparison.verdict == "unchanged" for o in outcomes if o not in wide)
+
+
+TWO = (100.0, 100.2)  # two runs: the fewest that get a verdict
+LOWER = tuple(np.linspace(89.0, 91.0, 20))
+
+
+def test_an_outcome_carries_compare_s_comparison_and_the_two_sided_decision_p() -> None:
+    tests = [Check({"t": 0}, "ips", "maximize", TWO, LOWER, 0.02),
+             Check({"t": 1}, "ips", "maximize", (1.0, 2.0, 3.0), (1.0, 2.0, 3.0), 0.02)]  # no direction at all
+    outcomes = run_family(tests, "holm", alpha=0.04)
+    for o, t in zip(outcomes, tests):
+        assert o.p_value == directional_p(t.base, t.candidate)[0]
+        assert o.comparison.to_dict() == compare(t.base, t.candidate, goal="maximize", threshold=0.02, alpha=0.04).to_dict()
+    assert directional_p(TWO, LOWER)[1] == -1 and outcomes[0].verdict == "regressed"  # 2 base values suffice
+    assert directional_p((1.0, 2.0, 3.0), (1.0, 2.0, 3.0)) == (1.0, 0)  # a p, never above 1
+    [short] = run_family([Check({}, "ips", "maximize", LOWER, (110.0, 110.2), 0.02)])
+    assert short.verdict == "improved"  # 2 candidate values suffice, and higher throughput is better
+
+
+def test_significant_means_an_adjusted_p_strictly_below_alpha() -> None:
+    test = Check({}, "ips", "maximize", TWO, LOWER, 0.02)
+    [o] = run_family([test])
+    assert 0 < o.adjusted_p < 0.05 and o.verdict == "regressed" and o.fails
+    [at] = run_family([test], alpha=o.adjusted_p)
+    assert at.verdict == "inconclusive" and not at.fails and not gate_fails([test], alpha=o.adjusted_p)
+
+
+def test_a_ratio_ci_on_the_edge_of_the_threshold_is_unchanged() -> None:
+    # constant runs: the CI is the ratio itself, exactly 0.75 or 1.25 (binary fractions), on the ±25% band
+    for candidate in (75.0, 125.0):
+        [o] = run_family([Check({}, "ips", "maximize", (100.0,) * 10, (candidate,) * 10, 0.25)])
+        assert o.comparison.ratio_ci == (candidate / 100, candidate / 100) and o.verdict == "unchanged"
+
+
+def test_the_gate_holds_each_test_to_its_own_threshold_with_holm_by_default() -> None:
+    base = tuple(np.linspace(99.9, 100.1, 20))
+    lost_1pct = Check({}, "ips", "maximize", base, tuple(v * 0.99 for v in base), 0.005)  # CI within ±2%, not ±0.5%
+    [o] = run_family([lost_1pct])
+    assert o.verdict == "regressed" and o.fails and gate_fails([lost_1pct])
+    assert not gate_fails([dataclasses.replace(lost_1pct, threshold=0.02)])
+    with pytest.raises(ValueError, match="correction must be one of"):
+        gate_fails([lost_1pct], "bonferroni")  # type: ignore[arg-type]
 
 
 def _runs(experiment: str, trials: dict[int, list[float]]) -> list:

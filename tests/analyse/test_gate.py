@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from kubebench.analyse.gate import pair_tests
+import pytest
+
+from kubebench.analyse.gate import pair_tests, series_tests
+from kubebench.errors import SpecError
 from kubebench.store.records import RunRecord
+from kubebench.store.series_records import AcceptedChange, SeriesData, SeriesExperiment, trial_key
 
 
 def _run(experiment: str, workers: int, repeat: int, value: float) -> RunRecord:
@@ -20,3 +24,48 @@ def test_a_trial_the_candidate_lacks_is_checked_with_no_candidate_values() -> No
     assert set(by_workers) == {1, 2}
     assert by_workers[1].candidate == (101.0, 102.0, 103.0)
     assert by_workers[2].base == (100.0, 101.0, 102.0) and by_workers[2].candidate == ()
+
+
+def test_a_threshold_is_looked_up_by_the_trial_s_swept_parameters_and_the_metric() -> None:
+    def runs(experiment: str) -> list[RunRecord]:
+        return [RunRecord(run_id=f"{experiment}{w}{r}", experiment_id=experiment, trial_id=f"t{w}", repeat=r, warmup=False,
+                          status="succeeded", params={"workers": w, "model": "m"}, metrics={"ips": 100.0 + r})
+                for w in (1, 2) for r in range(3)]
+
+    # "model" is the same in every trial: the series keys trials (and their thresholds) by "workers" alone
+    thresholds = {(trial_key({"workers": 2}), "ips"): 0.10, (trial_key({"workers": 1}), "lat"): 0.20}
+    tests = pair_tests(runs("b"), runs("c"), [("ips", "maximize")], thresholds, 0.05)
+    assert sorted((t.params["workers"], t.metric, t.threshold) for t in tests) == [(1, "ips", 0.05), (2, "ips", 0.10)]
+
+
+def _series() -> SeriesData:
+    one, two, three, four = (trial_key({"bs": b}) for b in (1, 2, 3, 4))
+    ids = [f"e{i}" for i in range(5)]
+    return SeriesData(
+        "nightly", [SeriesExperiment(e, i, {}) for i, e in enumerate(ids)],
+        params={k: {"bs": b} for b, k in enumerate((one, two, three, four), 1)},
+        runs={one: {e: [{"ips": 100.0 + i, "lat": 10.0 + i}] for i, e in enumerate(ids)},
+              two: {e: [{"ips": 200.0 + i}] for i, e in enumerate(ids[:4])},  # gone from the candidate e4
+              three: {"e4": [{"ips": 300.0}]}})  # new in the candidate; bs=4 has no succeeded run at all
+
+
+def test_series_tests_take_each_metric_s_baseline_and_keep_trials_one_side_lacks() -> None:
+    # a step in latency accepted at e2: latency is measured from e2 on, throughput over the whole window
+    accepted = [AcceptedChange("nightly", "e2", "lat", "faster disks", 0.0)]
+    baselines, tests = series_tests(_series(), "e4", [("ips", "maximize"), ("lat", "minimize")], {}, 0.05, accepted)
+    assert baselines == {"ips": ["e0", "e1", "e2", "e3"], "lat": ["e2", "e3"]}
+    got = {(t.metric, t.params["bs"]): (t.base, t.candidate) for t in tests}
+    assert got == {("ips", 1): ((100.0, 101.0, 102.0, 103.0), (104.0,)), ("ips", 2): ((200.0, 201.0, 202.0, 203.0), ()),
+                   ("ips", 3): ((), (300.0,)), ("lat", 1): ((12.0, 13.0), (14.0,))}
+    baselines, _ = series_tests(_series(), "e4", [("ips", "maximize"), ("lat", "minimize")], {}, 0.05, accepted, window=3)
+    assert baselines == {"ips": ["e1", "e2", "e3"], "lat": ["e2", "e3"]}
+
+
+def test_series_tests_say_why_there_is_nothing_to_check() -> None:
+    with pytest.raises(SpecError) as error:
+        series_tests(_series(), "e9", [("ips", "maximize")], {}, 0.05)
+    assert str(error.value) == "experiment 'e9' is not in series 'nightly'"
+    with pytest.raises(SpecError) as error:
+        series_tests(_series(), "e0", [("ips", "maximize")], {}, 0.05)
+    assert str(error.value) == ("experiment 'e0' is the first of series 'nightly' (since its last accepted change): "
+                                "nothing to check it against; run the benchmark again, or give BASE CANDIDATE")

@@ -118,9 +118,9 @@ class _Parser:
         return _compare(section, name, op.text, _value(value))
 
 
-def _value(token: _Token) -> object:
-    if token.kind == "num":
-        return float(token.text)
+def _value(token: _Token) -> str:
+    """The value as written, a quoted text unquoted. A number stays text too: :func:`_holds` reads it as a
+    number where it compares numbers, and ``~`` then looks for ``50`` as typed (in ``resnet50``), not ``50.0``."""
     if token.kind == "str":
         return re.sub(r"\\(.)", r"\1", token.text[1:-1])
     return token.text
