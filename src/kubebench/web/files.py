@@ -225,13 +225,13 @@ def _entry(run_path: str, folder_fd: int, prefix: str, name: str) -> Entry | Non
 
 
 def _list_remote(run_path: str, relative: str) -> list[Entry]:
-    files = Storage(run_path).files(relative)
     prefix = f"{relative}/" if relative else ""
+    # only what is below the folder: fsspec lists a file named ``relative`` as itself, and it is no folder
+    files = [(name[len(prefix):], size) for name, size in Storage(run_path).files(relative) if name.startswith(prefix)]
     if not files and relative:
         raise HTTPException(404, f"no folder {relative!r} in this run")
     entries: dict[str, Entry] = {}
-    for name, size in files:
-        rest = name[len(prefix):] if name.startswith(prefix) else name
+    for rest, size in files:
         head, _, tail = rest.partition("/")
         if head and head not in entries:
             entries[head] = Entry(head, prefix + head, bool(tail), 0 if tail else size)
