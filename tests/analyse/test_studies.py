@@ -164,3 +164,13 @@ def test_overhead_description_gives_half_the_ci_width() -> None:
     result = overhead([100.0] * 4, [60.0, 80.0, 100.0, 120.0], goal="minimize")
     assert result.ci == pytest.approx((-0.4, 0.2))
     assert result.describe() == "overhead -10.0% ± 30.0%"
+
+
+def test_a_ci_with_either_bound_missing_is_not_shown() -> None:
+    # a bound is NaN when resampled ratios overflow (inf − inf in the interpolation), the other finite
+    from kubebench.analyse.stats import summarize
+    from kubebench.analyse.studies import Overhead
+
+    for ci in ((0.02, math.nan), (math.nan, 0.06)):
+        result = Overhead("maximize", summarize([100.0]), summarize([96.0]), 0.04, ci)
+        assert result.describe() == "overhead +4.0% (too few runs for a CI)"
