@@ -180,3 +180,20 @@ def test_no_numpy_warning_is_printed() -> None:
         warnings.simplefilter("error")
         result = detect_steady_state(_warm_then_steady(0))
     assert result.warmup_steps == 20
+
+
+def test_a_constant_series_has_no_drift_and_an_insignificant_slope() -> None:
+    from kubebench.analyse.steady import linear_drift
+
+    assert linear_drift(np.full(5, 2.0)) == (0.0, 1.0)
+    assert linear_drift(np.zeros(5)) == (0.0, 1.0)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_short_warm_up_before_a_steep_drift_is_cut(seed: int) -> None:
+    # steps 5..49 drift from 1.0 to 1.2; the first 5 steps sit above the line's way back (~0.98):
+    # the line fitted to each tail must be the least-squares one for the warm-up to stand out
+    rng = np.random.default_rng(seed)
+    series = np.concatenate([np.full(5, 1.03), np.linspace(1.0, 1.2, 45) + rng.normal(0, 0.001, 45)])
+    result = detect_steady_state(series)
+    assert result.warmup_steps == 5 and result.drifting
