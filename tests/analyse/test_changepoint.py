@@ -106,3 +106,16 @@ def test_our_binary_segmentation_finds_what_ruptures_binseg_finds(seed: int) -> 
         theirs = ruptures.Binseg(custom_cost=GroupedL2(runs), min_size=1, jump=1).fit(np.arange(40.0)).predict(pen=pen)
         assert binary_segmentation(GroupedL2(runs), 40, pen) == theirs[:-1]
     assert math.isfinite(GroupedL2(runs).error(0, 40))
+
+
+def test_grouped_cost_keeps_ruptures_cost_interface() -> None:
+    """ruptures reads a cost's ``signal`` (n_samples, n_features) and, with ``epsilon``, its ``sum_of_costs``."""
+    from ruptures.costs import CostL2
+
+    cost = GroupedL2([[1.0, 3.0], [2.0], [10.0, 12.0, 14.0]])
+    # segments [0, 1) and [1, 3): (1 − 2)² + (3 − 2)² = 2, and 2, 10, 12, 14 around 9.5: 83
+    assert cost.sum_of_costs([1, 3]) == pytest.approx(85.0)
+    assert cost.sum_of_costs([3]) == pytest.approx(160.0)  # all six values around 7
+    for signal in (np.arange(6.0), np.arange(6.0).reshape(3, 2)):
+        assert cost.fit(signal) is cost
+        assert cost.signal.shape == CostL2().fit(signal).signal.shape

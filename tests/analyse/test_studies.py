@@ -127,3 +127,50 @@ def test_the_workers_parameter_is_found_by_name() -> None:
         workers_parameter(runs({"a": {"batch": 8}, "b": {"batch": 16}}), "ips")
     with pytest.raises(SpecError, match=r"several swept parameters .*\(workers, nodes\)"):
         workers_parameter(runs({"a": {"workers": 1, "nodes": 1}, "b": {"workers": 2, "nodes": 2}}), "ips")
+
+
+# Exact values on small inputs (mutation testing, issue #20).
+
+_BARE, _PLATFORM = [100.0, 102.0, 98.0, 101.0, 99.0], [95.0, 97.0, 93.0, 96.0, 94.0]
+
+
+def test_overhead_keeps_its_inputs_and_passes_the_ci_options_to_the_bootstrap() -> None:
+    from kubebench.analyse.stats import bootstrap_median_ratio
+
+    result = overhead(_BARE, _PLATFORM, goal="maximize")
+    assert (result.goal, result.bare.median, result.platform.median) == ("maximize", 100.0, 95.0)
+    # the defaults: a 95% CI from 2000 resamples seeded with 0, as every report so far
+    low, high = bootstrap_median_ratio(_BARE, _PLATFORM, confidence=0.95, resamples=2000, seed=0)
+    assert result.ci == (low - 1, high - 1)
+    custom = overhead(_BARE, _PLATFORM, goal="maximize", confidence=0.8, resamples=20, seed=7)
+    low, high = bootstrap_median_ratio(_BARE, _PLATFORM, confidence=0.8, resamples=20, seed=7)
+    assert custom.ci == (low - 1, high - 1) != result.ci
+
+
+def test_overhead_of_times_under_a_second() -> None:
+    result = overhead([0.5, 0.5], [0.55, 0.55], goal="minimize")
+    assert result.overhead == pytest.approx(0.1)
+    assert result.describe() == "overhead +10.0% ± 0.0%"
+
+
+@pytest.mark.parametrize("platform", [[0.0, 0.0], [-1.0, -1.0]])
+def test_overhead_against_a_median_that_is_not_positive_is_undefined(platform: list[float]) -> None:
+    result = overhead([100.0, 100.0], platform, goal="maximize")
+    assert math.isnan(result.overhead)
+    assert result.describe() == "overhead n/a (no values)"
+
+
+def test_overhead_description_gives_half_the_ci_width() -> None:
+    result = overhead([100.0] * 4, [60.0, 80.0, 100.0, 120.0], goal="minimize")
+    assert result.ci == pytest.approx((-0.4, 0.2))
+    assert result.describe() == "overhead -10.0% ± 30.0%"
+
+
+def test_a_ci_with_either_bound_missing_is_not_shown() -> None:
+    # a bound is NaN when resampled ratios overflow (inf − inf in the interpolation), the other finite
+    from kubebench.analyse.stats import summarize
+    from kubebench.analyse.studies import Overhead
+
+    for ci in ((0.02, math.nan), (math.nan, 0.06)):
+        result = Overhead("maximize", summarize([100.0]), summarize([96.0]), 0.04, ci)
+        assert result.describe() == "overhead +4.0% (too few runs for a CI)"
