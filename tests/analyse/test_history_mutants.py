@@ -23,16 +23,17 @@ STEP_KEY, FLAT_KEY = '{"bs":8}', '{"bs":16}'
 
 
 def series(environments: dict | None = None, **extra: dict) -> SeriesData:
-    """bs=8 drops by 20% at e5; bs=16 is flat but missing from e2; a trial with no runs; ``extra`` params."""
+    """A trial with no runs; bs=8 drops by 20% at e5; bs=16 is flat but missing from e2; ``extra`` params."""
     step = {e.id: [{"ips": v * (0.8 if i >= 5 else 1.0)} for v in LEVEL] for i, e in enumerate(EXPERIMENTS)}
     flat = {e.id: [{"ips": 2 * v} for v in LEVEL] for e in EXPERIMENTS if e.id != "e2"}
-    params = {STEP_KEY: {"bs": 8}, FLAT_KEY: {"bs": 16}, '{"bs":32}': {"bs": 32}, **extra}
+    params = {'{"bs":32}': {"bs": 32}, STEP_KEY: {"bs": 8}, FLAT_KEY: {"bs": 16}, **extra}
     return SeriesData("bench", EXPERIMENTS, params, {STEP_KEY: step, FLAT_KEY: flat}, environments or {})
 
 
 def test_the_step_is_found_between_the_experiments_either_side_with_what_differs_in_their_environment() -> None:
     step, flat = history(series(ENVS), "ips", "maximize")
     assert (step.params, len(step.points), flat.params, len(flat.points)) == ({"bs": 8}, 10, {"bs": 16}, 9)
+    assert (step.metric, step.goal, step.threshold) == ("ips", "maximize", 0.02)
     assert flat.changes == () and [p.experiment.id for p in flat.points][2] == "e3"
     [change] = step.changes
     assert (change.point.index, change.before.id, change.after.id) == (5, "e4", "e5")
@@ -40,6 +41,14 @@ def test_the_step_is_found_between_the_experiments_either_side_with_what_differs
     assert change.point.comparison.alpha == 0.05  # the default level of the test that confirms a change
     assert change.environment == ("packages.torch: 2.3.0 ≠ 2.4.1",)
     assert change.between() == "commit c4 → c5"
+
+
+def test_a_trial_s_noise_floor_and_the_level_asked_are_those_the_change_is_judged_by() -> None:
+    step, flat = history(series(), "ips", "minimize", thresholds={STEP_KEY: 0.3}, alpha=0.01)
+    assert (step.goal, step.threshold, step.changes) == ("minimize", 0.3, ())  # a 20% step within a 30% floor
+    assert flat.threshold == 0.02
+    [change] = history(series(), "ips", "minimize", trials={"bs": "8"}, alpha=0.01)[0].changes
+    assert change.point.comparison.verdict == "improved" and change.point.comparison.alpha == 0.01
 
 
 def test_an_environment_recorded_on_one_side_only_is_not_compared() -> None:
