@@ -39,3 +39,35 @@ def test_superlinear_scaling_is_flagged_with_its_likely_cause() -> None:
     assert "erratic" not in warning and "like-for-like resources" in warning
     assert quality.scaling_warnings(scaling_efficiency({1: [100.0, 100.0], 2: [190.0, 190.0]})) == []
     assert quality.scaling_warnings(scaling_efficiency({1: [100.0, 100.0], 2: [201.0, 201.0]})) == []  # noise
+
+
+def test_superlinear_warning_texts_and_their_thresholds() -> None:
+    like_for_like = "the replicas may not get like-for-like resources (threads per replica, CPU share)"
+    advice = "; fix the threads per replica and check the baseline's runs"
+    # No label: the warning starts with the figure itself.
+    steady = scaling_efficiency({1: [100.0, 101.0, 99.0], 2: [205.0, 206.0, 204.0]})
+    assert quality.scaling_warnings(steady) == [
+        f"efficiency {steady[1].efficiency:.0%} at 2 workers is above 100% (superlinear): {like_for_like}{advice}"
+    ]
+    # Exactly 102% is still within the noise allowed; only above it is superlinear.
+    edge = scaling_efficiency({1: [100.0, 100.0], 2: [204.0, 204.0]})
+    assert edge[1].efficiency == 1.02 and quality.scaling_warnings(edge) == []
+    # A baseline CV of exactly 10% is not yet erratic; above it, the warning names it first.
+    at_cv = scaling_efficiency({1: [90.0, 100.0, 110.0], 2: [210.0, 210.0, 210.0]})
+    assert at_cv[0].throughput.cv == 0.10
+    assert quality.scaling_warnings(at_cv, "x") == [
+        f"x: efficiency 105% at 2 workers is above 100% (superlinear): {like_for_like}{advice}"
+    ]
+    erratic = scaling_efficiency({1: [80.0, 100.0, 120.0], 2: [210.0, 210.0, 210.0]})
+    assert quality.scaling_warnings(erratic, "x") == [
+        "x: efficiency 105% at 2 workers is above 100% (superlinear): the 1-worker baseline is erratic "
+        f"(CV 20%), or {like_for_like}{advice}"
+    ]
+
+
+def test_superlinear_points_are_flagged_even_without_their_baseline_point() -> None:
+    # A report may show only some worker counts: the warning still comes, without the baseline's CV.
+    points = scaling_efficiency({1: [80.0, 100.0, 120.0], 2: [210.0, 210.0, 210.0], 4: [400.0]})
+    (warning,) = quality.scaling_warnings(points[1:])
+    assert warning.startswith("efficiency 105% at 2 workers") and "erratic" not in warning
+    assert quality.scaling_warnings([]) == []

@@ -174,3 +174,43 @@ def test_a_ci_with_either_bound_missing_is_not_shown() -> None:
     for ci in ((0.02, math.nan), (math.nan, 0.06)):
         result = Overhead("maximize", summarize([100.0]), summarize([96.0]), 0.04, ci)
         assert result.describe() == "overhead +4.0% (too few runs for a CI)"
+
+
+def test_efficiency_ci_uses_the_given_confidence_resamples_and_seed() -> None:
+    from kubebench.analyse.stats import bootstrap_median_ratio
+
+    base, two, four = [100.0, 98.0, 103.0, 101.0], [190.0, 185.0, 196.0], [350.0, 362.0, 341.0, 355.0]
+    data = {1: base, 2: two, 4: four}
+    # the defaults: a 95% CI from 2000 resamples; one generator seeded with 0 runs through the points
+    rng = np.random.default_rng(0)
+    expected = [bootstrap_median_ratio(v, base, confidence=0.95, resamples=2000, seed=rng) for v in (two, four)]
+    points = scaling_efficiency(data)
+    assert points[1].efficiency_ci == (expected[0][0] / 2, expected[0][1] / 2)
+    assert points[2].efficiency_ci == (expected[1][0] / 4, expected[1][1] / 4)
+    rng = np.random.default_rng(7)
+    low, high = bootstrap_median_ratio(two, base, confidence=0.8, resamples=20, seed=rng)
+    custom = scaling_efficiency(data, confidence=0.8, resamples=20, seed=7)
+    assert custom[1].efficiency_ci == (low / 2, high / 2) != points[1].efficiency_ci
+
+
+def test_throughputs_below_one_per_second_scale_like_any_other() -> None:
+    points = scaling_efficiency({1: [0.5, 0.5], 2: [0.9, 0.9]})
+    assert points[1].efficiency == pytest.approx(0.9)
+
+
+def test_any_kind_of_number_is_accepted_like_summarize_accepts_it() -> None:
+    from decimal import Decimal
+
+    floats = {1: [100.0, 98.0, 102.0], 2: [190.0, 180.0, 185.0]}
+    decimals = {n: [Decimal(str(v)) for v in values] for n, values in floats.items()}
+    assert scaling_efficiency(decimals) == scaling_efficiency(floats)
+    # the error shows the baseline's values as plain numbers, not as Python's reprs
+    with pytest.raises(SpecError) as error:
+        scaling_efficiency({1: [Decimal(0), Decimal(0)], 2: [3.0]})
+    assert str(error.value) == "scaling efficiency needs a positive throughput at the baseline of 1 worker(s), got [0.0, 0.0]"
+
+
+def test_scaling_without_any_worker_count_says_so() -> None:
+    with pytest.raises(SpecError) as error:
+        scaling_efficiency({})
+    assert str(error.value) == "scaling efficiency needs throughput for at least one worker count, got none"
