@@ -161,10 +161,8 @@ def _holds(have: object, op: str, wanted: object) -> bool:
         return a == b
     if op == "!=":
         return a != b
-    try:
-        return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]  # type: ignore[operator]
-    except TypeError:
-        return False
+    # both numbers or both text (above), so no comparison here can raise
+    return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]  # type: ignore[operator]
 
 
 def parse(text: str) -> Predicate:
