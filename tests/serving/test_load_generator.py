@@ -84,6 +84,22 @@ def test_an_answer_is_complete_at_done_or_at_a_finish_reason(events: tuple[bytes
     assert all(len(r.token_times) == 2 for r in data.records)
 
 
+@pytest.mark.parametrize("chunk", [
+    b"[1, 2]",  # not an object
+    b'{"choices": [" w1"]}',  # choices that are not objects
+    b'{"choices": {"delta": {"content": " w1"}}}',
+    b'{"choices": [{"delta": " w1"}]}',
+    b'{"choices": [{"delta": {"content": 7}}]}',  # text that is not text
+    b'{"choices": [], "usage": [2]}',
+    b'{"choices": [], "usage": {"completion_tokens": "two"}}',  # a count that is not one
+])
+def test_a_malformed_chunk_is_a_protocol_record_not_a_crash(chunk: bytes) -> None:
+    with AppThread(lambda: _streaming(TOKEN, b"data: " + chunk + b"\n\n", LAST)) as server:
+        data, _, _ = run(["--endpoint", server.url, "--model", "m", "--api", "chat", "--concurrency", "1",
+                          "--requests", "2", "--output-tokens", "2", "--scrape-interval", "0"])
+    assert [r.status for r in data.records] == ["protocol", "protocol"]
+
+
 def test_closed_loop_keeps_its_users_busy_until_the_count(server: FakeLLMServer) -> None:
     data, _, _ = run(["--endpoint", server.url, "--concurrency", "3", "--requests", "12", "--output-tokens", "4"])
     records = sorted(data.records, key=lambda r: r.sent)

@@ -59,14 +59,21 @@ def request_body(target: Target, prompt: Prompt) -> dict:
     return body
 
 
-def _chunk_text(chunk: dict) -> str:
-    choices = chunk.get("choices") or []
-    if not choices:
-        return ""
-    choice = choices[0]
-    if "delta" in choice:
-        return (choice.get("delta") or {}).get("content") or ""
-    return choice.get("text") or ""
+def _read_chunk(data: bytes) -> tuple[str, dict, bool]:
+    """(text, usage, finished) of one streamed chunk; ValueError when it is not the OpenAI shape."""
+    chunk = json.loads(data)
+    choices = chunk.get("choices") or [] if isinstance(chunk, dict) else None
+    usage = chunk.get("usage") or {} if isinstance(chunk, dict) else None
+    if not isinstance(choices, list) or not all(isinstance(c, dict) for c in choices) \
+            or not isinstance(usage, dict) \
+            or not all(isinstance(usage.get(k) or 0, int) for k in ("prompt_tokens", "completion_tokens")):
+        raise ValueError("a stream chunk is not an OpenAI completion chunk")
+    first = choices[0] if choices else {}
+    delta = first.get("delta") or {}
+    text = delta.get("content") if "delta" in first and isinstance(delta, dict) else first.get("text")
+    if not isinstance(text or "", str) or not isinstance(delta, dict):
+        raise ValueError("a stream chunk's text is not a string")
+    return text or "", usage, any(c.get("finish_reason") for c in choices)
 
 
 async def send(session: aiohttp.ClientSession, target: Target, prompt: Prompt, clock: Clock, *, replica: int,
@@ -93,13 +100,12 @@ async def send(session: aiohttp.ClientSession, target: Target, prompt: Prompt, c
                     if data == b"[DONE]":
                         done = True
                         break
-                    chunk = json.loads(data)
-                    if chunk.get("usage"):
-                        usage = chunk["usage"]
-                    if _chunk_text(chunk):
+                    text, chunk_usage, finished = _read_chunk(data)
+                    usage = chunk_usage or usage
+                    if text:
                         times.append(now)
                     # a finish_reason ends the answer too: some servers (transformers serve) send no [DONE]
-                    done = done or any(c.get("finish_reason") for c in chunk.get("choices") or ())
+                    done = done or finished
     except asyncio.TimeoutError:
         status = "timeout"
     except aiohttp.ClientConnectionError:
