@@ -19,11 +19,12 @@ import yaml
 from .backends.base import Backend, Outcome
 from .backends.reasons import with_oom
 from .collect.context import RunContext
-from .collect.metrics import collect, open_output, replica_logs
+from .collect.metrics import collect, replica_logs
 from .efficiency.accounting import account
 from .errors import BackendError, InfrastructureError, PostprocessError, StorageError, StoreError
 from .monitor.recorder import RunTelemetry
 from .monitor.reporters import report_run
+from .output_files import open_output
 from .paths import RunPaths
 from .provenance import workload
 from .storage.runs import run_location, shared_storage, upload_run, write_run_record

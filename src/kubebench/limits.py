@@ -69,7 +69,10 @@ INFO_CHARS = _limit("info_chars", 4_096, "characters of one info value of a run"
 LOG_LINE_CHARS = _limit("log_line_chars", 1_048_576, "characters of a log line read at once")
 #: Bytes of output/step_times.json.
 STEP_FILE_BYTES = _limit("step_file_bytes", 64 * 1_048_576, "bytes of output/step_times.json")
+#: Bytes of a serving run's file in output/: a load tool's result file or one requests file.
+SERVING_FILE_BYTES = _limit("serving_file_bytes", 1_073_741_824,
+                            "bytes of a load tool's result file or of one requests file in output/")
 
 ALL = (SPEC_BYTES, YAML_DEPTH, YAML_VALUES, SWEEP_POINTS, RUNS, TEMPLATE_CHARS, RENDER_SECONDS, JSONNET_BYTES,
        RESULT_BYTES,
-       METRICS, INFO_CHARS, LOG_LINE_CHARS, STEP_FILE_BYTES)
+       METRICS, INFO_CHARS, LOG_LINE_CHARS, STEP_FILE_BYTES, SERVING_FILE_BYTES)

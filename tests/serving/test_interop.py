@@ -4,6 +4,7 @@ registry as a spec names them; and kubebench's own records merged from several r
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -162,3 +163,50 @@ def test_a_bad_slo_is_a_spec_error() -> None:
     with pytest.raises(ValueError, match="SLO term"):
         BenchmarkSpec.model_validate({"name": "x", "job": {"command": ["x"]},
                                       "postprocess": [{"kind": "llm-requests", "slo": "speed=1s"}]})
+
+
+def _fifo(path: Path) -> None:
+    os.mkfifo(path)
+
+
+def _link_to_outside(path: Path) -> None:
+    outside = path.parent.parent.parent / f"outside{path.suffix}"
+    if path.name.startswith("requests-"):
+        write_records(outside, _records(0, 0.1))
+    else:
+        outside.write_text(json.dumps(VLLM))
+    path.symlink_to(outside)
+
+
+def _too_large(path: Path) -> None:
+    if path.name.startswith("requests-"):
+        write_records(path, _records(0, 0.1))
+    else:
+        path.write_text(json.dumps(VLLM))
+
+
+# What a workload leaves where a serving post-processor reads: a FIFO (opening it waited for a writer
+# forever, the run stayed `running`), a link out of the run (followed), a file past the size limit (read
+# whole into memory). Each fails the run, naming the file; none hangs (the timeout fails the test).
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("kind, where, make, message", [
+    ("llm-requests", "output/requests-0.jsonl", _fifo, "output/requests-0.jsonl is a FIFO, not a regular file"),
+    ("llm-requests", "result/result.json", _fifo, "result/result.json is a FIFO, not a regular file"),
+    ("llm-requests", "output/requests-0.parquet", _link_to_outside,
+     "output/requests-0.parquet is a symbolic link, not a regular file"),
+    ("llm-requests", "output/requests-0.jsonl", _too_large, "output/requests-0.jsonl is larger than 100 bytes"),
+    ("llm-requests", "output/requests-0.parquet", _too_large, "output/requests-0.parquet is larger than 100 bytes"),
+    ("vllm-bench", "output/r.json", _link_to_outside, "output/r.json is a symbolic link, not a regular file"),
+    ("vllm-bench", "output/r.json", _too_large, "output/r.json is larger than 100 bytes"),
+])
+def test_what_a_workload_leaves_in_place_of_a_serving_file_fails_the_run_naming_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, where: str, make, message: str) -> None:
+    ctx = context(tmp_path)
+    if where.startswith("result/"):
+        write_records(ctx.output / "requests-0.jsonl", _records(0, 0.1))
+    make(Path(ctx.output).parent / where)
+    if make is _too_large:
+        monkeypatch.setenv("KUBEBENCH_MAX_SERVING_FILE_BYTES", "100")
+    config = {"kind": kind, "file": "r.json"} if kind == "vllm-bench" else {"kind": kind}
+    _, error = postprocessed(tmp_path, config, {})
+    assert error.startswith(f"post-processor {kind!r} failed") and message in error, error

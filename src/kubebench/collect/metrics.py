@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import errno
-import io
 import json
-import os
 import re
 import stat
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, TextIO
+from typing import TYPE_CHECKING
 
 from .. import METRIC_LINE_PREFIX, METRIC_NAME as METRIC_NAME_PATTERN, limits, registry
 from ..errors import PostprocessError
+from ..output_files import open_output_text, read_output
 from ..rules import replica_rank
 from ..spec.base import PluginConfig
 from .context import RunContext
@@ -63,44 +61,6 @@ def replica_logs(output: Path) -> list[Path]:
     return sorted((p for p in output.glob("*.log") if stat.S_ISREG(p.lstat().st_mode)), key=order)
 
 
-def open_output(path: Path) -> BinaryIO:
-    """A file a workload wrote, opened for reading; PostprocessError when it is no regular file.
-
-    Opened without waiting and checked on the descriptor it returns: a FIFO a workload left as
-    ``result.json`` or a log would otherwise keep the runner waiting for a writer forever, its run
-    ``running`` and its experiment locked. A link is refused, not followed: a workload running as
-    another user (a pod on a shared volume) could otherwise have the runner read a file of the
-    runner's machine into the run's stored log tail, which the dashboard shows without a token."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
-    except OSError as e:
-        if e.errno != errno.ELOOP:
-            raise
-        raise PostprocessError(f"{path.parent.name}/{path.name} is a symbolic link, not a regular file") from None
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise PostprocessError(f"{path.parent.name}/{path.name} is {_kind(mode)}, not a regular file")
-        os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-def open_output_text(path: Path) -> TextIO:
-    """:func:`open_output` as UTF-8 text, undecodable bytes replaced."""
-    return io.TextIOWrapper(open_output(path), encoding="utf-8", errors="replace")
-
-
-def _kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    return "a socket" if stat.S_ISSOCK(mode) else "a device file"
-
-
 def bounded_lines(path: Path) -> Iterator[str]:
     """The lines of a text file; a line longer than ``limits.LOG_LINE_CHARS`` comes in pieces of
     that size, so that a workload printing a gigabyte without a newline costs no gigabyte here."""
@@ -127,14 +87,8 @@ def read_result_json(path: Path) -> tuple[dict[str, float], dict[str, str]]:
     """
     if not path.exists():
         return {}, {}
-    limit = limits.RESULT_BYTES.value()
     try:
-        with open_output(path) as f:
-            raw = f.read(limit + 1)
-        if len(raw) > limit:
-            raise PostprocessError(f"result/result.json is larger than {limit:,} bytes (the limit; "
-                                   f"{limits.RESULT_BYTES.env} changes it)")
-        data = json.loads(raw.decode("utf-8"))
+        data = json.loads(read_output(path, limits.RESULT_BYTES).decode("utf-8"))
     except (OSError, ValueError) as e:
         raise PostprocessError(f"result/result.json is not valid JSON: {e}") from e
     except RecursionError as e:

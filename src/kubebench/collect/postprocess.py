@@ -25,10 +25,11 @@ from pydantic import field_validator
 
 from .. import limits
 from ..errors import PostprocessError
+from ..output_files import open_output_text
 from ..redact import job_environment
 from ..spec.base import PluginConfig, parse_duration
 from .context import RunContext
-from .metrics import METRIC_NAME, open_output_text, parse_metric_lines, to_number
+from .metrics import METRIC_NAME, parse_metric_lines, to_number
 
 if TYPE_CHECKING:
     from _typeshed import WriteableBuffer

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .. import limits
 from ..errors import PostprocessError
-from .metrics import open_output
+from ..output_files import read_output
 from .values import to_number
 
 STEP_FILE = "step_times.json"
@@ -28,14 +28,8 @@ def steady_state_metrics(output: Path) -> tuple[dict[str, float], dict[str, str]
     # Here, not at the top: it brings NumPy and SciPy (~0.5 s), which a run without the file never needs.
     from ..analyse.steady import detect_steady_state
 
-    limit = limits.STEP_FILE_BYTES.value()
     try:
-        with open_output(path) as f:
-            raw = f.read(limit + 1)
-        if len(raw) > limit:
-            raise PostprocessError(f"output/{STEP_FILE} is larger than {limit:,} bytes (the limit; "
-                                   f"{limits.STEP_FILE_BYTES.env} changes it)")
-        data = json.loads(raw.decode("utf-8"))
+        data = json.loads(read_output(path, limits.STEP_FILE_BYTES).decode("utf-8"))
         steps = [float(s) for s in data["step_seconds"]]
     except (OSError, ValueError, KeyError, TypeError, RecursionError) as e:
         raise PostprocessError(f"output/{STEP_FILE} must hold {{\"step_seconds\": [numbers…]}}: {e}") from e

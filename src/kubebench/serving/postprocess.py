@@ -16,7 +16,9 @@ from typing import Literal
 
 from pydantic import field_validator
 
+from .. import limits
 from ..errors import PostprocessError
+from ..output_files import read_output
 from ..spec.base import PluginConfig
 from .slo import parse_request_slo
 
@@ -69,7 +71,7 @@ class RequestsPostprocessor:
 def _write_info(folder: Path, info: dict[str, str]) -> None:
     """Add text fields to ``result/result.json`` (kept as the run's info)."""
     path = folder / "result.json"
-    data = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    data = json.loads(read_output(path, limits.RESULT_BYTES).decode("utf-8")) if path.exists() else {}
     data.update(info)
     folder.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
@@ -143,7 +145,7 @@ class InteropPostprocessor:
             raise PostprocessError(f"no {pattern} in output/ (where the {self.config.kind} tool must write its result)")
         path = found[-1]
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(read_output(path, limits.SERVING_FILE_BYTES).decode("utf-8"))
         except (OSError, ValueError) as e:
             raise PostprocessError(f"{path.name}: not JSON: {e}") from e
         if not isinstance(data, dict):

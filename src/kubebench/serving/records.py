@@ -8,12 +8,15 @@ aligned as their clocks (NTP: milliseconds), which only matters for the throughp
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from .. import limits
 from ..errors import PostprocessError
+from ..output_files import read_output
 
 #: Version of the records' format, kept in every file's metadata.
 RECORDS_VERSION = 1
@@ -125,14 +128,14 @@ def read_records(path: Path) -> RecordsFile:
 def _read_parquet(path: Path) -> RecordsFile:
     import pyarrow.parquet as pq
 
-    table = pq.read_table(path)
+    table = pq.read_table(io.BytesIO(read_output(path, limits.SERVING_FILE_BYTES)))
     meta = json.loads((table.schema.metadata or {}).get(b"kubebench.requests", b"{}"))
     rows = table.to_pylist()
     return _file([_record(row) for row in rows], meta, path)
 
 
 def _read_jsonl(path: Path) -> RecordsFile:
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = read_output(path, limits.SERVING_FILE_BYTES).decode("utf-8").splitlines()
     if not lines:
         raise PostprocessError(f"{path.name}: empty requests file")
     meta = json.loads(lines[0]).get("meta") or {}
