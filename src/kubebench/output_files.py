@@ -28,9 +28,12 @@ def open_output(path: Path) -> BinaryIO:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
     except OSError as e:
-        if e.errno != errno.ELOOP:
-            raise
-        raise PostprocessError(f"{path.parent.name}/{path.name} is a symbolic link, not a regular file") from None
+        if e.errno == errno.ELOOP:
+            raise PostprocessError(f"{path.parent.name}/{path.name} is a symbolic link, not a regular file") from None
+        if e.errno == errno.ENXIO:  # a socket (opening one fails) or a device with nothing behind it
+            raise PostprocessError(f"{path.parent.name}/{path.name} is {_kind(os.lstat(path).st_mode)}, "
+                                   "not a regular file") from None
+        raise
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
