@@ -115,13 +115,17 @@ def test_of_two_unconfirmed_candidates_the_one_with_the_higher_p_value_is_droppe
 
 
 def test_a_candidate_without_a_p_value_is_dropped_before_one_with_a_p_value() -> None:
-    # two experiments of one run each at a new level: each candidate has one value on a side (no p-value)
-    points = [[990.0, 1000.0, 1010.0, 995.0, 1005.0]] * 10 + [[2000.0], [2010.0]]
-    assert candidates_of(points, penalty=0.01) == [10, 11]
-    # 11 goes first (both without a p-value: the later one); 10 then has two values after it and is confirmed
-    [change] = detect(points, goal="maximize", penalty=0.01)
+    # a level of 1000, an experiment of two scattered runs, then a last experiment of one run
+    points = [[990.0, 1000.0, 1010.0, 995.0, 1005.0]] * 10 + [[1300.0, 1900.0], [2000.0]]
+    assert candidates_of(points) == [10, 11]
+    at_10 = compare(sum(points[:10], []), points[10], goal="maximize")
+    at_11 = compare(points[10], points[11], goal="maximize")
+    assert at_10.verdict == "inconclusive" and math.isfinite(at_10.p_value)
+    assert at_11.verdict == "inconclusive" and math.isnan(at_11.p_value)  # one value after it
+    # 11 goes first; 10, compared again with the three runs after it, is confirmed
+    [change] = detect(points, goal="maximize")
     assert change.index == 10 and change.comparison.verdict == "improved"
-    assert math.isfinite(change.comparison.p_value)
+    assert change.comparison.candidate.n == 3
 
 
 # --- candidates_of ---
