@@ -128,6 +128,13 @@ def test_a_candidate_without_a_p_value_is_dropped_before_one_with_a_p_value() ->
     assert change.comparison.candidate.n == 3
 
 
+def test_a_point_without_values_does_not_count_in_the_noise() -> None:
+    assert point_noise([[1.0, 2.0], [1.0, 2.0]]) == pytest.approx(0.25)
+    assert point_noise([[1.0, 2.0], [1.0, 2.0], []]) == pytest.approx(0.25)
+    assert point_noise([[1.0, 2.0], [], [1.0, 2.0]]) == pytest.approx(0.25)
+    assert point_noise([[]]) == 0.0
+
+
 # --- candidates_of ---
 
 def test_two_points_can_be_split() -> None:
