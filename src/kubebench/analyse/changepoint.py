@@ -151,8 +151,11 @@ def binary_segmentation(cost: "GroupedL2", n: int, pen: float) -> list[int]:
 
 
 def point_noise(points: Sequence[Sequence[float]]) -> float:
-    """Variance of one point's mean: within-point variance / repeats, or the points' own scatter if larger."""
-    return _noise(*_flatten(points))
+    """Variance of one point's mean: within-point variance / repeats, or the points' own scatter if larger.
+
+    Points without values are skipped (as :func:`candidates_of` does): they would count as points of no runs.
+    """
+    return _noise(*_flatten([p for p in points if p]))
 
 
 def _flatten(points: Sequence[Sequence[float]]):
