@@ -295,3 +295,12 @@ def test_drift_within_a_run_is_flagged(ctx: RunContext) -> None:
 def test_a_malformed_step_file_fails_post_processing(ctx: RunContext) -> None:
     (ctx.output / "step_times.json").write_text(json.dumps({"steps": [1, 2]}))
     assert collect(ctx, [], []).error.startswith("output/step_times.json must hold")
+
+
+def test_an_info_value_at_the_limit_is_kept_whole_and_a_longer_one_says_how_much_was_cut(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from kubebench.collect.metrics import cut
+
+    monkeypatch.setenv("KUBEBENCH_MAX_INFO_CHARS", "4")
+    assert cut("abcd") == "abcd"
+    assert cut("abcdefg") == "abcd… (3 more characters not kept)"
