@@ -156,3 +156,36 @@ def test_bootstrap_ratio_overflow_is_quiet() -> None:
         warnings.filterwarnings("error", "overflow")  # a ratio above the largest float is inf, no RuntimeWarning
         low, high = bootstrap_median_ratio([1e308, 1e308], [1e-10, 1e-10], resamples=50)
     assert not (math.isfinite(low) or math.isfinite(high))
+
+
+# _quantiles of infinite values (a fix: they were nan, from inf - inf or 0 * inf)
+
+
+def test_quantiles_of_infinite_values_are_infinite_not_nan() -> None:
+    inf = math.inf
+    assert _quantiles(np.array([inf, inf, inf]), 0.025, 0.975) == (inf, inf)
+    assert _quantiles(np.array([-inf, -inf]), 0.025, 0.975) == (-inf, -inf)
+    assert _quantiles(np.array([1.0, 2.0, inf]), 0.5, 0.975) == (2.0, inf)  # 0.5: exactly the middle value
+    assert _quantiles(np.array([-inf, 1.0, 2.0]), 0.25, 0.5) == (-inf, 1.0)
+    assert _quantiles(np.array([3.0, inf]), 0.0, 1.0) == (3.0, inf)
+    assert _quantiles(np.array([-inf, 1.0]), 0.0, 1.0) == (-inf, 1.0)
+
+
+def test_quantiles_between_finite_values_farther_apart_than_the_largest_float() -> None:
+    assert _quantiles(np.array([-1e308, 1e308]), 0.5, 0.75) == (0.0, 5e307)
+
+
+def test_quantiles_of_finite_values_at_one_are_the_maximum_exactly() -> None:
+    a, b = -48.98619485211566, -7.312715117751976e-05  # a + (b - a) rounds to another float than b
+    assert _quantiles(np.array([b, a]), 0.0, 1.0) == (a, b) == tuple(np.quantile([a, b], [0.0, 1.0]))
+
+
+def test_a_bootstrap_whose_ratios_all_overflow_has_an_infinite_interval() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no RuntimeWarning either (inf - inf was one)
+        assert bootstrap_median_ratio([1e308, 1e308], [1e-10, 1e-10], resamples=50) == (math.inf, math.inf)
+
+
+def test_a_bootstrap_whose_ratios_partly_overflow_has_a_finite_lower_bound() -> None:
+    low, high = bootstrap_median_ratio([1e308, 1e308], [1e-10, 1e10], resamples=400)
+    assert low == pytest.approx(1e298) and high == math.inf
