@@ -12,6 +12,7 @@ from scipy import special
 
 from kubebench.analyse.stats import (
     _HUGE,
+    _log_beta,
     _quantiles,
     _resampled_medians,
     bootstrap_median_ratio,
@@ -189,3 +190,32 @@ def test_a_bootstrap_whose_ratios_all_overflow_has_an_infinite_interval() -> Non
 def test_a_bootstrap_whose_ratios_partly_overflow_has_a_finite_lower_bound() -> None:
     low, high = bootstrap_median_ratio([1e308, 1e308], [1e-10, 1e10], resamples=400)
     assert low == pytest.approx(1e298) and high == math.inf
+
+
+# t_sf for many degrees of freedom (a fix: lgamma(a + b) - lgamma(a) cancelled, 3e-9 off at ν = 1e6)
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "expected"),
+    [  # log B(a, b) from mpmath at 40 digits
+        (0.5, 0.5, 1.1447298858494002),
+        (3.0, 0.5, 0.06453852113757118),
+        (99.5, 0.5, -1.7264576030376242),
+        (100.0, 0.5, -1.7289701552775227),
+        (250.0, 2.5, -13.52644949885625),
+        (150.0, 150.0, -209.18312635975693),
+        (0.5, 1e6, -6.335390211057437),
+        (5e11, 0.5, -12.896572024759351),
+        (1e15, 0.5, -16.69702325453064),
+    ],
+)
+def test_log_beta_is_accurate_for_small_and_large_arguments(a: float, b: float, expected: float) -> None:
+    assert _log_beta(a, b) == pytest.approx(expected, rel=1e-15, abs=1e-13)
+
+
+def test_the_t_tail_matches_scipy_for_up_to_ten_million_degrees_of_freedom() -> None:
+    rng = np.random.default_rng(11)
+    cases = [(float(10 ** rng.uniform(3, 7)), float(rng.normal(0, 3))) for _ in range(300)]
+    cases += [(df, t) for df in (1e5, 1e6, 1e7) for t in (0.5, 1.5, 2.0, 3.0, 8.0, -2.0)]
+    for df, t in cases:
+        assert t_sf(t, df) == pytest.approx(float(special.stdtr(df, -t)), rel=1e-9), (df, t)
