@@ -9,28 +9,16 @@ import math
 import numpy as np
 import pytest
 from scipy import stats
+from support.runs import runs
 
 from kubebench.analyse.compare import _mann_whitney, _welch_one_sided, compare
 from kubebench.analyse.experiments import compare_experiments, params_key, scaling
 from kubebench.analyse.family import adjust, rule_p_of
 from kubebench.analyse.stats import bootstrap_median_ratio
 from kubebench.errors import SpecError
-from kubebench.store.records import RunRecord
 
 BASE = [100.0, 101.0, 99.0, 100.5, 99.5, 100.2, 99.8, 100.7, 99.3, 100.1]
 LEVEL = [100.0, 101.0, 99.0, 100.5, 99.5, 100.2, 99.8]
-
-
-def runs(exp: str, trials: dict[str, tuple[dict, list[float]]], failed: dict[str, int] | None = None) -> list[RunRecord]:
-    found = []
-    for trial, (params, values) in trials.items():
-        for i, v in enumerate(values):
-            found.append(RunRecord(run_id=f"{exp}-{trial}-{i}", experiment_id=exp, trial_id=trial, repeat=i,
-                                   warmup=False, status="succeeded", params=params, metrics={"ips": v}))
-        for i in range((failed or {}).get(trial, 0)):
-            found.append(RunRecord(run_id=f"{exp}-{trial}-f{i}", experiment_id=exp, trial_id=trial, repeat=100 + i,
-                                   warmup=False, status="failed", params=params, metrics={}))
-    return found
 
 
 # --- compare: how many values a side needs, and which Mann–Whitney p it reports -----------------------------

@@ -6,24 +6,13 @@ from __future__ import annotations
 import math
 
 import pytest
+from support.runs import runs
 
 from kubebench.analyse.experiments import compare_experiments, family_note, overheads, workers_parameter
 from kubebench.errors import SpecError
 from kubebench.store.records import RunRecord
 
 LEVEL = [100.0, 101.0, 99.0, 100.5, 99.5, 100.2, 99.8]
-
-
-def runs(exp: str, trials: dict[str, tuple[dict, list[float]]], failed: dict[str, int] | None = None) -> list[RunRecord]:
-    found = []
-    for trial, (params, values) in trials.items():
-        for i, v in enumerate(values):
-            found.append(RunRecord(run_id=f"{exp}-{trial}-{i}", experiment_id=exp, trial_id=trial, repeat=i,
-                                   warmup=False, status="succeeded", params=params, metrics={"ips": v}))
-        for i in range((failed or {}).get(trial, 0)):
-            found.append(RunRecord(run_id=f"{exp}-{trial}-f{i}", experiment_id=exp, trial_id=trial, repeat=100 + i,
-                                   warmup=False, status="failed", params=params, metrics={}))
-    return found
 
 
 BASE = runs("b", {"t8": ({"bs": 8}, LEVEL), "t16": ({"bs": 16}, [2 * v for v in LEVEL]),
