@@ -9,6 +9,7 @@ Most tests use a scripted backend (fault injection at the backend boundary: noth
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import textwrap
 import threading
@@ -329,6 +330,43 @@ def test_the_finished_run_is_reported_with_its_context(home: Path, tmp_path: Pat
     ((path, body),) = pushgateway.pushes
     assert path == f"/metrics/job/kubebench/experiment/{EXPERIMENT}/trial/{ran.trial_id}"
     assert f'kubebench_run_succeeded{{repeat="0",run="{ran.run_id}"}} 1.0' in body
+
+
+class FoldersReporter:
+    """A third-party reporter (registered under ``folders``): reads the run's files through its context."""
+
+    seen: list[tuple[str, str, str]] = []
+
+    def __init__(self, config: object) -> None:
+        pass
+
+    def report(self, ctx, result) -> None:
+        FoldersReporter.seen.append((ctx.run_id, (ctx.output / "worker-0.log").read_text(encoding="utf-8"),
+                                     result.status))
+
+
+def test_a_reporter_plugin_reads_the_run_s_folders_through_its_context(home: Path, tmp_path: Path,
+                                                                      monkeypatch) -> None:
+    from kubebench import registry
+    from kubebench.spec.base import PluginConfig
+
+    monkeypatch.setitem(registry._BUILTINS["reporters"], "folders", f"{__name__}:FoldersReporter")
+    monkeypatch.setattr(FoldersReporter, "seen", [])
+    registry.names.cache_clear()
+    try:
+        experiment, store = begin(tmp_path, SPEC)
+        # as an installed plugin's entry in the spec would be (the spec's reporters are the installed ones)
+        spec = experiment.loaded.spec.model_copy(update={"report": [PluginConfig(kind="folders")]})
+        experiment = dataclasses.replace(experiment, loaded=experiment.loaded.model_copy(update={"spec": spec}))
+        (run,) = experiment.plan.runs
+        try:
+            result = execute_run(experiment, Scripted(log="loss 0.25\n"), store, run)
+        finally:
+            store.engine.dispose()
+    finally:
+        registry.names.cache_clear()
+    assert result.status == "succeeded" and "report_warning_folders" not in result.info
+    assert FoldersReporter.seen == [(run.id, "loss 0.25\n", "succeeded")]
 
 
 # --- a real local job: live telemetry, stored series, cost -----------------------------------------------------
