@@ -55,3 +55,23 @@ def test_a_file_at_the_limit_is_read_whole_and_one_byte_more_fails(tmp_path: Pat
         read_output(tmp_path / "eleven.json", STEP_FILE_BYTES)
     assert str(e.value) == (f"{tmp_path.name}/eleven.json is larger than 10 bytes "
                             f"(the limit; {STEP_FILE_BYTES.env} changes it)")
+
+
+def test_a_huge_file_is_refused_without_being_read_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the limit and one byte more are read: a 4 GiB (sparse) file is refused under an address-space
+    limit 1 GiB above what this process uses (reading it whole would be a MemoryError)."""
+    import resource
+
+    monkeypatch.setenv(STEP_FILE_BYTES.env, "100")
+    huge = tmp_path / "huge.json"
+    with open(huge, "wb") as f:
+        f.truncate(4 << 30)
+    used = int(next(line for line in Path("/proc/self/status").read_text().splitlines()
+                    if line.startswith("VmSize:")).split()[1]) * 1024
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (used + (1 << 30), hard))
+    try:
+        with pytest.raises(PostprocessError, match="is larger than 100 bytes"):
+            read_output(huge, STEP_FILE_BYTES)
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
