@@ -83,7 +83,7 @@ test-tensorflow: $(VENV)/.tensorflow
 # minutes). The survivors are listed in docs/mutation.md; `$(VENV)/bin/mutmut results` lists them again.
 # PYTHONPATH points subprocesses (`python -m kubebench` in the CLI tests) at the mutated copy too; the
 # folder must exist before Python starts, or the import system caches it as missing for good.
-MUTATE ?= kubebench.plan.* kubebench.collect.* kubebench.store.records.* kubebench.backends.reasons.* \
+MUTATE ?= kubebench.plan.* kubebench.collect.* kubebench.output_files.* kubebench.store.records.* kubebench.backends.reasons.* \
 	kubebench.attempts.* kubebench.analyse.* kubebench.web.files.*
 mutation: setup-dev
 	rm -rf mutants && mkdir -p mutants/src
