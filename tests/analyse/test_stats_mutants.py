@@ -235,3 +235,10 @@ def test_the_t_tail_is_precise_on_both_sides_of_the_continued_fractions_switch(d
     # (x near 1) loses digits of 1 - x: 1e-13 rather than 1e-15
     for t in (1.0, 1.1, 1.2, 1.25, 1.3, 1.5, 1.6):
         assert t_sf(t, df) == pytest.approx(float(special.stdtr(df, -t)), rel=1e-14, abs=0), t
+
+
+def test_a_quantile_below_the_median_is_numpy_s_to_the_last_bit() -> None:
+    # a + f·(b − a), as np.quantile computes it below the median; (1 − f)·a + f·b differs in the last bit here
+    a, b, q = 1.3436424411240122, 8.474337369372327, 0.381887309488307
+    low, _ = _quantiles(np.array([b, a]), q, 0.9)
+    assert low == float(np.quantile([a, b], q)) == 4.066764342054678
