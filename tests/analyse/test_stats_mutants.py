@@ -4,6 +4,7 @@ the bootstrap of a median ratio (its input types, sample sizes, denominators, ov
 from __future__ import annotations
 
 import math
+import statistics
 import warnings
 
 import numpy as np
@@ -17,6 +18,7 @@ from kubebench.analyse.stats import (
     _resampled_medians,
     bootstrap_median_ratio,
     scaled_together,
+    summarize,
     t_sf,
 )
 
@@ -242,3 +244,30 @@ def test_a_quantile_below_the_median_is_numpy_s_to_the_last_bit() -> None:
     a, b, q = 1.3436424411240122, 8.474337369372327, 0.381887309488307
     low, _ = _quantiles(np.array([b, a]), q, 0.9)
     assert low == float(np.quantile([a, b], q)) == 4.066764342054678
+
+
+@pytest.mark.parametrize("confidence", [0.0, 1.0, 1.5, -0.5])
+def test_a_confidence_outside_the_open_unit_interval_is_refused(confidence: float) -> None:
+    with pytest.raises(ValueError, match=f"confidence must be between 0 and 1, got {confidence}"):
+        summarize([1.0, 2.0, 3.0], confidence=confidence)
+
+
+def test_the_stdev_of_values_near_a_large_mean_has_no_cancellation() -> None:
+    # Σ(v − m)², not Σv² − n·m² (the same on paper, (v + m)·(v − m) rounds away the spread here)
+    values = [1e9 + 0.1, 1e9 + 0.2, 1e9 + 0.4, 1e9 + 0.8]
+    assert summarize(values).stdev == pytest.approx(statistics.stdev(values), rel=1e-12, abs=0)
+
+
+@pytest.mark.parametrize("values, stdev", [
+    ([2e300, 4e300, 6e300], 2e300),  # above 2**500 the deviations are taken on scaled values
+    ([-1e300, 1e300], math.sqrt(2) * 1e300),
+    ([3e307, 9e307, 1.5e308, 6e307], statistics.stdev([3.0, 9.0, 15.0, 6.0]) * 1e307),
+])
+def test_the_stdev_of_huge_values_is_exact_to_the_last_digits(values: list[float], stdev: float) -> None:
+    assert summarize(values).stdev == pytest.approx(stdev, rel=1e-13, abs=0)
+
+
+def test_the_median_of_two_equal_subnormals_is_that_value() -> None:
+    # 0.5·a + 0.5·b would round each half of the smallest subnormal to 0
+    assert summarize([5e-324, 5e-324]).median == 5e-324
+    assert summarize([1e308, 1.7e308]).median == pytest.approx(1.35e308, rel=1e-15)  # a + b overflows
