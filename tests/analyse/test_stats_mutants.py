@@ -19,6 +19,7 @@ from kubebench.analyse.stats import (
     bootstrap_median_ratio,
     scaled_together,
     summarize,
+    t_interval,
     t_sf,
 )
 
@@ -271,3 +272,8 @@ def test_the_median_of_two_equal_subnormals_is_that_value() -> None:
     # 0.5·a + 0.5·b would round each half of the smallest subnormal to 0
     assert summarize([5e-324, 5e-324]).median == 5e-324
     assert summarize([1e308, 1.7e308]).median == pytest.approx(1.35e308, rel=1e-15)  # a + b overflows
+
+
+def test_a_t_interval_below_two_values_is_nan_whatever_the_stdev() -> None:
+    assert all(math.isnan(v) for v in t_interval(5.0, 1.0, 1, 0.95))
+    assert all(math.isnan(v) for v in t_interval(5.0, math.nan, 3, 0.95))
