@@ -3,6 +3,7 @@ the bootstrap of a median ratio (its input types, sample sizes, denominators, ov
 
 from __future__ import annotations
 
+import array
 import math
 import statistics
 import warnings
@@ -277,3 +278,18 @@ def test_the_median_of_two_equal_subnormals_is_that_value() -> None:
 def test_a_t_interval_below_two_values_is_nan_whatever_the_stdev() -> None:
     assert all(math.isnan(v) for v in t_interval(5.0, 1.0, 1, 0.95))
     assert all(math.isnan(v) for v in t_interval(5.0, math.nan, 3, 0.95))
+
+
+def test_the_mean_of_equal_values_is_that_value_though_the_division_rounds_above_it() -> None:
+    v = 13.167991554874137  # fsum of five of it, divided by 5, rounds to the next double up
+    assert summarize([v] * 5).mean == v
+
+
+def test_the_mean_of_values_whose_sum_overflows_is_scaled_by_the_largest() -> None:
+    # the small values at the start must not set the scale: 1.7e308 / 2 three times still overflows
+    assert summarize([1.0, 2.0, 1.7e308, 1.7e308, 1.7e308]).mean == pytest.approx(1.7e308 / 5 * 3, rel=1e-15)
+
+
+def test_values_may_be_a_scalar_or_any_sequence_with_tolist_but_no_ravel() -> None:
+    assert (summarize(5.0).n, summarize(5.0).mean) == (1, 5.0)
+    assert summarize(array.array("d", [1.0, 2.0, 6.0])).mean == 3.0
