@@ -23,16 +23,7 @@ from kubebench.collect.postprocess import (
     RegexPostprocessor,
 )
 from kubebench.errors import PostprocessError
-from kubebench.paths import RunPaths
 from kubebench.spec.model import MetricSpec
-
-
-@pytest.fixture
-def ctx(tmp_path: Path) -> RunContext:
-    paths = RunPaths(tmp_path / "exp", tmp_path / "data", "exp-1", "run-1")
-    for folder in (paths.config, paths.output, paths.result):
-        Path(folder).mkdir(parents=True)
-    return RunContext("exp-1", "trial-1", "run-1", 0, {"batch_size": 8}, paths, tmp_path)
 
 
 def test_report_prints_the_line_protocol(capsys: pytest.CaptureFixture) -> None:

@@ -13,7 +13,6 @@ import io
 import os
 import re
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -29,15 +28,6 @@ from kubebench.collect.postprocess import (
     stream_matches,
 )
 from kubebench.errors import PostprocessError
-from kubebench.paths import RunPaths
-
-
-@pytest.fixture
-def ctx(tmp_path: Path) -> RunContext:
-    paths = RunPaths(tmp_path / "exp", tmp_path / "data", "exp-1", "run-1")
-    for folder in (paths.config, paths.output, paths.result):
-        Path(folder).mkdir(parents=True)
-    return RunContext("exp-1", "trial-1", "run-1", 0, {"batch_size": 8}, paths, tmp_path)
 
 
 @pytest.fixture
