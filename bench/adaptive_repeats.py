@@ -15,7 +15,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from kubebench.analyse.stats import summarize
+from kubebench.numerics.stats import summarize
 from kubebench.runner import execute, plan_experiment
 from kubebench.settings import settings
 from kubebench.spec.load import load_spec

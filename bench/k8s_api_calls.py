@@ -25,10 +25,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "kubernetes"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from k8s_emulator import Emulator  # noqa: E402
-from k8s_standin import CLAIMS, OperatorStandIn  # noqa: E402
+from support.cluster.emulator import Emulator  # noqa: E402
+from support.cluster.standin import CLAIMS, OperatorStandIn  # noqa: E402
 
 from kubebench.backends.kube.backend import KubernetesBackend  # noqa: E402
 from kubebench.runner import execute, plan_experiment  # noqa: E402

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from kubebench.analyse import quality
-from kubebench.analyse.stats import summarize
 from kubebench.analyse.studies import scaling_efficiency
+from kubebench.numerics.stats import summarize
 
 
 def test_a_ci_reaching_below_zero_for_a_non_negative_metric_means_n_too_small() -> None:

@@ -135,7 +135,7 @@ _BARE, _PLATFORM = [100.0, 102.0, 98.0, 101.0, 99.0], [95.0, 97.0, 93.0, 96.0, 9
 
 
 def test_overhead_keeps_its_inputs_and_passes_the_ci_options_to_the_bootstrap() -> None:
-    from kubebench.analyse.stats import bootstrap_median_ratio
+    from kubebench.numerics.stats import bootstrap_median_ratio
 
     result = overhead(_BARE, _PLATFORM, goal="maximize")
     assert (result.goal, result.bare.median, result.platform.median) == ("maximize", 100.0, 95.0)
@@ -168,8 +168,8 @@ def test_overhead_description_gives_half_the_ci_width() -> None:
 
 def test_a_ci_with_either_bound_missing_is_not_shown() -> None:
     # a bound is NaN when resampled ratios overflow (inf − inf in the interpolation), the other finite
-    from kubebench.analyse.stats import summarize
     from kubebench.analyse.studies import Overhead
+    from kubebench.numerics.stats import summarize
 
     for ci in ((0.02, math.nan), (math.nan, 0.06)):
         result = Overhead("maximize", summarize([100.0]), summarize([96.0]), 0.04, ci)
@@ -177,7 +177,7 @@ def test_a_ci_with_either_bound_missing_is_not_shown() -> None:
 
 
 def test_efficiency_ci_uses_the_given_confidence_resamples_and_seed() -> None:
-    from kubebench.analyse.stats import bootstrap_median_ratio
+    from kubebench.numerics.stats import bootstrap_median_ratio
 
     base, two, four = [100.0, 98.0, 103.0, 101.0], [190.0, 185.0, 196.0], [350.0, 362.0, 341.0, 355.0]
     data = {1: base, 2: two, 4: four}

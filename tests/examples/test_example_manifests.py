@@ -6,20 +6,16 @@ decorated them: the examples are meant for clusters, not only for the local back
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from support.cluster.schemas import errors_of
 
 from kubebench import registry
 from kubebench.runner import make_backend, plan_experiment
 from kubebench.settings import settings
 from kubebench.spec.load import load_spec
-
-# The schema helpers live with the Kubernetes tests.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kubernetes"))
-from k8s_schemas import errors_of  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 KINDS = {"pytorch-cnn": "PyTorchJob", "llm-train": "PyTorchJob", "tf-cnn": "TFJob", "mpi-cnn": "MPIJob", "mlperf-trainjob": "TrainJob",

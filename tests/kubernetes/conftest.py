@@ -11,11 +11,11 @@ import time
 from pathlib import Path
 
 import pytest
-from k8s_cluster import NAMESPACE, Cluster, Ran
-from k8s_emulator import Emulator
-from k8s_kueue import Kueue
-from k8s_schemas import CRD_FILES, CRDS, crds_available, field_check, prune
-from k8s_standin import CLAIMS, OperatorStandIn
+from support.cluster.cluster import NAMESPACE, Cluster, Ran
+from support.cluster.emulator import Emulator
+from support.cluster.kueue import Kueue
+from support.cluster.schemas import CRD_FILES, CRDS, crds_available, field_check, prune
+from support.cluster.standin import CLAIMS, OperatorStandIn
 
 from kubebench.runner import execute, plan_experiment
 from kubebench.settings import settings

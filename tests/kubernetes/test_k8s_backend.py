@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
-from k8s_cluster import Cluster
-from k8s_emulator import ApiError, Faults
+from support.cluster.cluster import Cluster
+from support.cluster.emulator import ApiError, Faults
 from support.timing import wait_for
 
 QUICK = """

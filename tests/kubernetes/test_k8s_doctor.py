@@ -8,7 +8,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from k8s_cluster import Cluster
+from support.cluster.cluster import Cluster
 from typer.testing import CliRunner
 
 from kubebench.cli import app

@@ -10,10 +10,10 @@ import json
 from pathlib import Path
 
 import pytest
-from k8s_emulator import Emulator
-from k8s_schemas import crds_available
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
+from support.cluster.emulator import Emulator
+from support.cluster.schemas import crds_available
 from support.timing import wait_for
 
 PYTORCHJOB = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "j"},

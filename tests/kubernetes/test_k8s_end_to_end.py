@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from k8s_cluster import Cluster
+from support.cluster.cluster import Cluster
 from support.timing import scaled, wait_for
 from typer.testing import CliRunner
 

@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
-from k8s_cluster import Cluster
-from k8s_emulator import Faults
+from support.cluster.cluster import Cluster
+from support.cluster.emulator import Faults
 from support.timing import wait_for
 
 PYTORCHJOBS = ("kubeflow.org", "v1", "pytorchjobs")

@@ -8,7 +8,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from k8s_cluster import Cluster
+from support.cluster.cluster import Cluster
 
 
 def spec(code: str, kind: str = "PyTorchJob", workers: int = 1, extra: str = "", metrics: str = "[{name: v}]") -> str:

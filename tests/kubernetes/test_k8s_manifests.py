@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from k8s_schemas import builtin_validator, errors_of
+from support.cluster.schemas import builtin_validator, errors_of
 from typer.testing import CliRunner
 
 from kubebench.cli import app
@@ -322,7 +322,7 @@ def test_deploy_manifests_validate_and_grant_only_what_kubebench_uses(tmp_path: 
 
 
 def test_every_pod_kubebench_deploys_is_restricted_and_out_of_istio(tmp_path: Path) -> None:
-    from k8s_podsecurity import violations
+    from support.cluster.podsecurity import violations
 
     for args in ([], ["--schedule", "0 2 * * *", "--store-url", "postgresql+psycopg://u@db:5432/k"]):
         docs = deploy(*args)
@@ -369,7 +369,7 @@ def test_a_bad_label_or_schedule_is_refused_before_any_manifest(args: list[str],
 
 
 def test_the_podsecurity_check_catches_what_restricted_refuses() -> None:
-    from k8s_podsecurity import violations
+    from support.cluster.podsecurity import violations
 
     assert violations({"containers": [{"name": "c", "image": "i"}]}) == [
         "c: allowPrivilegeEscalation != false", "c: capabilities must drop ALL", "c: runAsNonRoot != true",

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from k8s_cluster import Cluster
-from k8s_emulator import ApiError
+from support.cluster.cluster import Cluster
+from support.cluster.emulator import ApiError
 from support.timing import wait_for
 
 PODS = ("", "v1", "pods")

@@ -8,7 +8,7 @@ import threading
 import time
 
 import pytest
-from k8s_cluster import Cluster
+from support.cluster.cluster import Cluster
 from support.timing import scaled, wait_for
 
 SPEC = """

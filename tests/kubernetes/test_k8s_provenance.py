@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import textwrap
 
-from k8s_cluster import Cluster
+from support.cluster.cluster import Cluster
 from typer.testing import CliRunner
 
 from kubebench.cli import app

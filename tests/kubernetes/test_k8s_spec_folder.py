@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import yaml
-from k8s_cluster import Cluster
+from support.cluster.cluster import Cluster
 from typer.testing import CliRunner
 
 from kubebench.cli import app

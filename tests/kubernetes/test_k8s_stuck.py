@@ -7,7 +7,7 @@ from __future__ import annotations
 import textwrap
 import time
 
-from k8s_cluster import Cluster
+from support.cluster.cluster import Cluster
 
 QUICK = "import kubebench; kubebench.report(v=1)"
 

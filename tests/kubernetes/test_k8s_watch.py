@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from k8s_emulator import ApiError, Emulator, Faults, Store
+from support.cluster.emulator import ApiError, Emulator, Faults, Store
 from support.timing import wait_for
 
 from kubebench.backends.kube.api import Api, Resource
@@ -124,7 +124,7 @@ def test_stop_ends_a_watch_in_progress_at_once(emulator: Emulator, informer: Inf
 
 
 def test_label_selectors_of_the_emulator() -> None:
-    from k8s_emulator import matches
+    from support.cluster.emulator import matches
 
     labels = {"a": "1", "b": "x"}
     assert matches("a=1,b==x", labels) and matches("a in (1, 2),!c", labels) and matches("b", labels)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kubebench.analyse.stats import summarize
+from kubebench.numerics.stats import summarize
 from kubebench.plan.adaptive import converged, next_round
 from kubebench.plan.plan import Trial, make_run
 from kubebench.spec.model import AdaptiveRepeats

@@ -15,7 +15,7 @@ from hypothesis import given, settings, strategies as st
 from limits_support import dashboard, run_cli
 
 from kubebench.analyse.compare import compare
-from kubebench.analyse.stats import bootstrap_median_ratio, olympic_mean, summarize
+from kubebench.numerics.stats import bootstrap_median_ratio, olympic_mean, summarize
 
 MAX = sys.float_info.max
 finite = st.floats(allow_nan=False, allow_infinity=False)

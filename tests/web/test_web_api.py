@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kubebench.analyse.experiments import compare_experiments, trial_values
-from kubebench.analyse.stats import summarize
+from kubebench.numerics.stats import summarize
 
 
 def test_config_says_writable_and_the_version(web_client) -> None:

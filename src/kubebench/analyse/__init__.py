@@ -4,8 +4,8 @@ Nothing here does I/O or touches the store; every function takes plain sequences
 returns frozen dataclasses. Every random step (bootstrap) takes an explicit ``seed`` so that
 the same inputs always give the same output.
 
-- :mod:`kubebench.analyse.stats`: :func:`summarize` one metric's repeats (mean, median, CI, …).
+- :mod:`kubebench.numerics.stats`: :func:`summarize` one metric's repeats (mean, median, CI, …).
 - :mod:`kubebench.analyse.compare`: base vs candidate verdicts and ``--fail-on`` rules.
-- :mod:`kubebench.analyse.steady`: warm-up and drift detection in a per-step series (MSER-5).
+- :mod:`kubebench.numerics.steady`: warm-up and drift detection in a per-step series (MSER-5).
 - :mod:`kubebench.analyse.studies`: scaling efficiency and platform overhead.
 """

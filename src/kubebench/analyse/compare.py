@@ -52,8 +52,16 @@ from typing import Any, Literal
 
 import numpy as np
 
-from kubebench.analyse.stats import NAN, Summary, _json_number, bootstrap_median_ratio, scaled_together, summarize, t_sf
 from kubebench.errors import SpecError
+from kubebench.numerics.stats import (
+    NAN,
+    Summary,
+    _json_number,
+    bootstrap_median_ratio,
+    scaled_together,
+    summarize,
+    t_sf,
+)
 from kubebench.rules import COMPARE_ALPHA, COMPARE_THRESHOLD, GOALS, Goal
 
 Verdict = Literal["improved", "regressed", "unchanged", "inconclusive"]

@@ -11,11 +11,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
+from ..numerics.stats import Summary, summarize
 from ..provenance import provenance_differences
 from ..rules import Goal
 from ..store.series_records import AcceptedChange, SeriesData, SeriesExperiment
 from .changepoint import ChangePoint, detect
-from .stats import Summary, summarize
 
 #: Relative change below which a difference is noise, when the series has no noise floor (calibrate).
 DEFAULT_THRESHOLD = 0.02

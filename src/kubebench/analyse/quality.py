@@ -11,7 +11,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from .stats import Summary
+from ..numerics.stats import Summary
 
 if TYPE_CHECKING:  # studies needs NumPy; `kubebench results` imports this module and must stay light
     from .studies import ScalingPoint

@@ -17,10 +17,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..errors import SpecError
+from ..numerics.stats import NAN, Summary, bootstrap_median_ratio, summarize
 from ..spec.efficiency import Reference
 from ..store.records import RunRecord
 from .experiments import trial_values
-from .stats import NAN, Summary, bootstrap_median_ratio, summarize
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from kubebench.analyse.compare import GOALS, Goal
-from kubebench.analyse.stats import NAN, Summary, bootstrap_median_ratio, summarize
 from kubebench.errors import SpecError
+from kubebench.numerics.stats import NAN, Summary, bootstrap_median_ratio, summarize
 
 
 @dataclass(frozen=True)

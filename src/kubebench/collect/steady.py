@@ -2,7 +2,7 @@
 
 The file is ``{"step_seconds": [...], "items_per_step": N}`` (``items_per_step``, the items all
 replicas process in one step, is optional; ``batch_size`` × ``world_size`` stands in for it).
-The warm-up boundary is detected by MSER-5 (see ``kubebench.analyse.steady``), not taken from the
+The warm-up boundary is detected by MSER-5 (see ``kubebench.numerics.steady``), not taken from the
 workload's own setting, so a slow warm-up that outlasts it is still excluded.
 """
 
@@ -26,7 +26,7 @@ def steady_state_metrics(output: Path) -> tuple[dict[str, float], dict[str, str]
     if not path.exists():
         return {}, {}
     # Here, not at the top: it brings NumPy and SciPy (~0.5 s), which a run without the file never needs.
-    from ..analyse.steady import detect_steady_state
+    from ..numerics.steady import detect_steady_state
 
     try:
         data = json.loads(read_output(path, limits.STEP_FILE_BYTES).decode("utf-8"))

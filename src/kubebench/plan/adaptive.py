@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..analyse.stats import summarize
+from ..numerics.stats import summarize
 from ..spec.model import AdaptiveRepeats
 from .plan import Run, Trial, make_run
 

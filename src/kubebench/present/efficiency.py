@@ -10,8 +10,8 @@ from rich.table import Table
 
 from ..analyse.experiments import trial_values
 from ..analyse.reference import ReferenceCheck
-from ..analyse.stats import summarize
 from ..efficiency.cost import ITEMS
+from ..numerics.stats import summarize
 from ..store.records import RunRecord
 from .costs import PRICES
 

@@ -10,8 +10,8 @@ from typing import Any
 
 from ..analyse.experiments import TrialComparison, TrialValues, params_key, trial_values
 from ..analyse.quality import ci_crosses_zero
-from ..analyse.stats import Summary, summarize
 from ..analyse.studies import ScalingPoint
+from ..numerics.stats import Summary, summarize
 from ..rules import COMPARE_THRESHOLD
 from ..store.records import RunRecord
 

@@ -9,7 +9,7 @@ import time
 from collections.abc import Sequence
 
 from ..analyse.history import Change, TrialHistory
-from ..analyse.stats import _json_number
+from ..numerics.stats import _json_number
 
 
 def params_text(params: dict[str, object]) -> str:

@@ -13,8 +13,8 @@ from pathlib import Path
 from .. import __version__
 from ..analyse import quality
 from ..analyse.experiments import compare_experiments, scaling, trial_values
-from ..analyse.stats import summarize
 from ..errors import SpecError
+from ..numerics.stats import summarize
 from ..rules import COMPARE_THRESHOLD, worker_parameters
 from ..store.records import ExperimentRecord, RunRecord
 from . import figures

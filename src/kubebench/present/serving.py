@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from ..analyse.stats import summarize
+from ..numerics.stats import summarize
 from ..store.records import ExperimentRecord, RunRecord
 
 LOAD_PARAMETERS = ("rate", "request_rate", "qps", "concurrency", "max_concurrency", "users")

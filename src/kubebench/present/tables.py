@@ -19,7 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..analyse import quality
-from ..analyse.stats import Summary, summarize
+from ..numerics.stats import Summary, summarize
 from ..rules import is_telemetry
 from ..store.records import FAILED_STATES, ExperimentRecord, RunRecord, TrialResults
 from .costs import HEADINGS, cost_metrics, usd

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, cast
 
-from ..analyse.stats import summarize
+from ..numerics.stats import summarize
 from ..spec.model import CapacitySearch
 
 Verdict = Literal["meets", "fails", "undecided"]

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from fastapi import HTTPException
 
 from ..analyse.experiments import trial_values
-from ..analyse.stats import summarize
+from ..numerics.stats import summarize
 from ..present.costs import HEADINGS, cost_metrics, experiment_cost
 from ..rules import default_goal, metric_goal
 from ..store.listing import STATES, experiment_state
@@ -70,7 +70,7 @@ def swept(runs: Sequence[RunRecord]) -> list[str]:
 
 
 def trials(runs: Sequence[RunRecord], metrics: Sequence[str]) -> list[dict]:
-    """Each trial's parameters, run counts, and a summary (kubebench.analyse.stats) of every metric."""
+    """Each trial's parameters, run counts, and a summary (kubebench.numerics.stats) of every metric."""
     counted = [r for r in runs if not r.warmup]
     order: dict[str, int] = {}
     for run in counted:

@@ -23,7 +23,7 @@ import jsonschema
 import yaml
 
 # Vendored with the tests (upstream files byte for byte; SOURCES.md there records repository, tag and sha256).
-CRDS = Path(os.environ.get("KUBEBENCH_CRDS") or Path(__file__).resolve().parents[1] / "data" / "crds")
+CRDS = Path(os.environ.get("KUBEBENCH_CRDS") or Path(__file__).resolve().parents[2] / "data" / "crds")
 CRD_FILES = {
     ("kubeflow.org", "v1", "PyTorchJob"): "kubeflow.org_pytorchjobs.yaml",
     ("kubeflow.org", "v1", "TFJob"): "kubeflow.org_tfjobs.yaml",

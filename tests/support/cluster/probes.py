@@ -28,7 +28,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from k8s_kubelet import Box, Kubelet, PodSim
+    from .kubelet import Box, Kubelet, PodSim
 
 KINDS = (("startup", "startupProbe", "Startup"), ("readiness", "readinessProbe", "Readiness"),
          ("liveness", "livenessProbe", "Liveness"))
@@ -121,7 +121,7 @@ class Prober:
         process = self.box.process
         if process is None:
             return
-        from k8s_kubelet import _signal
+        from .kubelet import _signal
 
         _signal(process, signal.SIGTERM)
         grace = min(float(self.pod.spec.get("terminationGracePeriodSeconds", 30)), self.kubelet.max_grace)

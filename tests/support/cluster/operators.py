@@ -26,11 +26,11 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from k8s_kubelet import PodSim
-from k8s_store import ApiError
+from .kubelet import PodSim
+from .store import ApiError
 
 if TYPE_CHECKING:
-    from k8s_standin import OperatorStandIn, Tracked
+    from .standin import OperatorStandIn, Tracked
 
 REPLICA_FIELDS = {"PyTorchJob": "pytorchReplicaSpecs", "TFJob": "tfReplicaSpecs", "MPIJob": "mpiReplicaSpecs"}
 ORDER = ["Master", "Chief", "Launcher", "Worker", "PS", "Evaluator"]

@@ -1,5 +1,5 @@
 """The stand-in's pod network as a pod's Python processes see it (imported as ``sitecustomize``
-from the PYTHONPATH the stand-in's kubelet gives every container it starts; see k8s_network.py).
+from the PYTHONPATH the stand-in's kubelet gives every container it starts; see support/cluster/network.py).
 
 A pod has a network namespace of its own: binding the wildcard address listens on the pod's IP, and
 names resolve through the cluster's DNS with the pod's search path (``<ns>.svc.cluster.local

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from k8s_emulator import Emulator
-from k8s_standin import OperatorStandIn
-
 from kubebench.store.store import Store
+
+from .emulator import Emulator
+from .standin import OperatorStandIn
 
 NAMESPACE = "bench"
 

@@ -20,11 +20,11 @@ import json
 import time
 from typing import TYPE_CHECKING
 
-from k8s_operators import Controller, condition
-from k8s_store import ApiError
+from .operators import Controller, condition
+from .store import ApiError
 
 if TYPE_CHECKING:
-    from k8s_standin import Tracked
+    from .standin import Tracked
 
 DEPLOYMENTS = ("apps", "v1", "deployments")
 

@@ -1,4 +1,4 @@
-"""Tests of kubebench.analyse.stats that kill the surviving mutants of issue #20: the tails of t_sf,
+"""Tests of kubebench.numerics.stats that kill the surviving mutants of issue #20: the tails of t_sf,
 the bootstrap of a median ratio (its input types, sample sizes, denominators, overflow) and scaling."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from scipy import special
 
-from kubebench.analyse.stats import (
+from kubebench.numerics.stats import (
     _HUGE,
     _log_beta,
     _quantiles,

@@ -13,10 +13,10 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
-from k8s_store import Key
+from .store import Key
 
 if TYPE_CHECKING:
-    from k8s_standin import OperatorStandIn, Tracked
+    from .standin import OperatorStandIn, Tracked
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 MANAGED = {("batch", "v1", "jobs"), ("kubeflow.org", "v1", "pytorchjobs"), ("kubeflow.org", "v1", "tfjobs"),

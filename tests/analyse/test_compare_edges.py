@@ -14,8 +14,8 @@ from support.runs import runs
 from kubebench.analyse.compare import _mann_whitney, _welch_one_sided, compare
 from kubebench.analyse.experiments import compare_experiments, params_key, scaling
 from kubebench.analyse.family import adjust, rule_p_of
-from kubebench.analyse.stats import bootstrap_median_ratio
 from kubebench.errors import SpecError
+from kubebench.numerics.stats import bootstrap_median_ratio
 
 BASE = [100.0, 101.0, 99.0, 100.5, 99.5, 100.2, 99.8, 100.7, 99.3, 100.1]
 LEVEL = [100.0, 101.0, 99.0, 100.5, 99.5, 100.2, 99.8]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kubebench.analyse import quality
-from kubebench.analyse.stats import summarize
+from kubebench.numerics.stats import summarize
 
 CV_ADVICE = "likely a noisy neighbour, throttling or a run that hit a cold cache: check its runs and add repeats"
 ZERO_ADVICE = ("n too small: the 95% CI reaches below zero for a metric that cannot be negative; "

@@ -32,11 +32,11 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from k8s_store import PODS, ApiError, Key
+from .store import PODS, ApiError, Key
 
 if TYPE_CHECKING:
-    from k8s_kubelet import PodSim
-    from k8s_store import Store
+    from .kubelet import PodSim
+    from .store import Store
 
 SERVICES: Key = ("", "v1", "services")
 SHIM = Path(__file__).parent / "podnet"

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from kubebench.analyse.stats import NAN
+from kubebench.numerics.stats import NAN
 
 BATCH = 5
 MIN_BATCHES_KEPT = 4  # a line through fewer batches leaves too few degrees of freedom to judge

@@ -2,15 +2,15 @@
 controllers, Kueue, the scheduler and the kubelet, on one node.
 
 It subscribes to the emulator's store as a controller's informer would and follows the operators,
-not kubebench: each kind's controller (:mod:`k8s_operators`) creates the pods its operator would
+not kubebench: each kind's controller (:mod:`.operators`) creates the pods its operator would
 (names, labels, owner references, the environment that operator injects and nothing more), reacts
 to failures, deadlines and suspension as that operator does at the version chosen
 (``training_operator`` 1.9.3 / 1.9.4, ``trainer`` 2.1 … 2.3), and writes the job's status with its
-conditions and reasons. The kubelet (:mod:`k8s_kubelet`) runs each container as a local process with
+conditions and reasons. The kubelet (:mod:`.kubelet`) runs each container as a local process with
 the claim's mount path mapped to a local folder, serves its log through the emulator, restarts it
 under ``restartPolicy: OnFailure``, and stops it when its pod is deleted (graceful deletion).
-Kueue (:mod:`k8s_kueue`) is there when ``kueue`` is given. Deployments have their controller
-(:mod:`k8s_apps`), and pods and Services their network (:mod:`k8s_network`: pod IPs, ClusterIPs,
+Kueue (:mod:`.kueue`) is there when ``kueue`` is given. Deployments have their controller
+(:mod:`.apps`), and pods and Services their network (:mod:`.network`: pod IPs, ClusterIPs,
 kube-proxy, DNS).
 """
 
@@ -29,19 +29,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from k8s_apps import DeploymentController
-from k8s_emulator import KINDS, PODS, ApiError, ContainerLog, Emulator
-from k8s_kubelet import SSHD, Box, Kubelet, PodSim, local_argv, path_of
-from k8s_kueue import Kueue
-from k8s_network import Network
-from k8s_operators import JobController, MpiOperator, TrainerController, TrainingOperator
+from .apps import DeploymentController
+from .emulator import KINDS, PODS, ApiError, ContainerLog, Emulator
+from .kubelet import SSHD, Box, Kubelet, PodSim, local_argv, path_of
+from .kueue import Kueue
+from .network import Network
+from .operators import JobController, MpiOperator, TrainerController, TrainingOperator
 
 JOB_KINDS = ("PyTorchJob", "TFJob", "MPIJob", "TrainJob", "Job")
 #: What the stand-in's controllers follow: the job kinds and Deployments.
 WORKLOAD_KINDS = (*JOB_KINDS, "Deployment")
 CLAIMS = ("", "v1", "persistentvolumeclaims")
 __all__ = ["CLAIMS", "JOB_KINDS", "OperatorStandIn", "Tracked", "quantity"]
-from k8s_kubelet import quantity  # noqa: E402  (re-exported)
+from .kubelet import quantity  # noqa: E402  (re-exported)
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Tests of kubebench.analyse.stats: summaries, t intervals, olympic mean, bootstrap."""
+"""Tests of kubebench.numerics.stats: summaries, t intervals, olympic mean, bootstrap."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from scipy import special, stats as sps
 
-from kubebench.analyse.stats import (
+from kubebench.numerics.stats import (
     NAN,
     Summary,
     _quantiles,
@@ -264,7 +264,7 @@ def test_olympic_mean_sorts_nan_last_like_numpy() -> None:
 def test_importing_stats_loads_neither_numpy_nor_scipy() -> None:
     code = (
         "import sys\n"
-        "from kubebench.analyse.stats import NAN, Summary, summarize, t_interval\n"
+        "from kubebench.numerics.stats import NAN, Summary, summarize, t_interval\n"
         "summarize([1.0, 2.0, 4.0]).to_dict(); t_interval(1.0, 0.5, 3, 0.95)\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('numpy', 'scipy')))\n"
     )

@@ -1,4 +1,4 @@
-"""Tests of kubebench.analyse.steady: MSER-5 warm-up detection and drift."""
+"""Tests of kubebench.numerics.steady: MSER-5 warm-up detection and drift."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pytest
 
-from kubebench.analyse.steady import detect_steady_state
+from kubebench.numerics.steady import detect_steady_state
 
 
 def _warm_then_steady(seed: int) -> np.ndarray:
@@ -183,7 +183,7 @@ def test_no_numpy_warning_is_printed() -> None:
 
 
 def test_a_constant_series_has_no_drift_and_an_insignificant_slope() -> None:
-    from kubebench.analyse.steady import linear_drift
+    from kubebench.numerics.steady import linear_drift
 
     assert linear_drift(np.full(5, 2.0)) == (0.0, 1.0)
     assert linear_drift(np.zeros(5)) == (0.0, 1.0)

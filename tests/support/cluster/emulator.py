@@ -5,7 +5,7 @@ It follows the API conventions the official client relies on: 201 with the objec
 and list; ``labelSelector`` and ``fieldSelector`` on lists and watches; ``?watch=true`` as a chunked
 stream of JSON events from a resourceVersion (ADDED for what exists when none is given; ERROR 410
 once it has expired; BOOKMARK events on request); the ``status`` subresource; deletion with
-propagation and an asynchronous garbage collector (see :mod:`k8s_store`); pod logs per container,
+propagation and an asynchronous garbage collector (see :mod:`.store`); pod logs per container,
 ``previous`` instance and ``follow`` streams, of which a plain read returns only what the kubelet
 has not rotated away (``log_rotate_bytes``, 10 MiB by default as ``containerLogMaxSize``).
 
@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import parse_qs, urlsplit
 
-from k8s_store import CLUSTER_SCOPED, KINDS, PODS, ApiError, Checker, Key, Store, matches, merge_patch
+from .store import CLUSTER_SCOPED, KINDS, PODS, ApiError, Checker, Key, Store, matches, merge_patch
 
 __all__ = ["KINDS", "PODS", "ApiError", "ContainerLog", "Emulator", "Faults", "Request", "Store", "matches"]
 NAMESPACES: Key = ("", "v1", "namespaces")

@@ -1,4 +1,4 @@
-"""kubebench.analyse.stats.t_quantile, the pure-Python Student-t quantile, against SciPy."""
+"""kubebench.numerics.stats.t_quantile, the pure-Python Student-t quantile, against SciPy."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import special
 
-from kubebench.analyse.stats import t_quantile, t_sf
+from kubebench.numerics.stats import t_quantile, t_sf
 
 DFS = [*range(1, 301), 500, 1000, 5000, 20000]
 PS = [1e-6, 0.005, 0.025, 0.1, 0.4, 0.6, 0.75, 0.9, 0.95, 0.975, 0.995, 0.9995, 1 - 1e-6]

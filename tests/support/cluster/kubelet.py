@@ -15,8 +15,8 @@ processes, with the states, restarts and logs a real kubelet reports.
 - deletion: a pod with a ``deletionTimestamp`` gets SIGTERM, then SIGKILL after its grace period
   (capped at ``max_grace`` here), and is removed once its containers have stopped;
 - ``restartPolicy: Always`` (Deployments) restarts a container whatever its exit code;
-- network and probes: each pod gets its own IP (``status.podIP``, :mod:`k8s_network`), and its
-  startup, readiness and liveness probes run against it (:mod:`k8s_probes`); a pod is ``Ready`` when
+- network and probes: each pod gets its own IP (``status.podIP``, :mod:`.network`), and its
+  startup, readiness and liveness probes run against it (:mod:`.probes`); a pod is ``Ready`` when
   every container is.
 """
 
@@ -31,12 +31,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import k8s_probes
-from k8s_emulator import ContainerLog
-from k8s_store import PODS, ApiError
+from . import probes as k8s_probes
+from .emulator import ContainerLog
+from .store import PODS, ApiError
 
 if TYPE_CHECKING:
-    from k8s_standin import OperatorStandIn, Tracked
+    from .standin import OperatorStandIn, Tracked
 
 _UNITS = {"m": 1e-3, "k": 1e3, "Ki": 2**10, "M": 1e6, "Mi": 2**20, "G": 1e9, "Gi": 2**30, "T": 1e12, "Ti": 2**40}
 BACKOFF_FIRST, BACKOFF_MAX = 10.0, 300.0
