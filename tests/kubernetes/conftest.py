@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from support.cluster.cluster import NAMESPACE, Cluster, Ran
+from support.cluster import core_schemas
 from support.cluster.emulator import Emulator
 from support.cluster.kueue import Kueue
 from support.cluster.schemas import CRD_FILES, CRDS, crds_available, field_check, prune
@@ -25,17 +26,17 @@ from kubebench.store.store import open_store
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "cluster(**options): options of the emulated cluster: training_operator "
-                                       "('1.9.3', '1.9.4'), trainer ('2.1', '2.3'), kueue (capacity)")
+                                       "('1.9.3', '1.9.4'), trainer ('2.1', '2.3'), kueue (capacity), kubernetes "
+                                       "(the API server's minor version, '1.31' … the newest schemas)")
 
 
 def _checkers(trainer: str = "2.3") -> dict:
-    """Schema checks per resource: the vendored CRDs and the built-in kinds kubebench creates."""
+    """Schema checks of the custom resources: the vendored CRDs (the emulator checks core objects itself)."""
     if not crds_available():
         # Without validators the emulator would accept any custom resource: fail, never degrade silently.
         pytest.fail(f"CRD schemas missing from {CRDS} (vendored in tests/data/crds; $KUBEBENCH_CRDS overrides)")
-    builtin = {("batch", "v1", "jobs"), ("", "v1", "pods"), ("apps", "v1", "deployments"), ("", "v1", "services")}
     keys = {(g, v, k.lower() + "s") for g, v, k in CRD_FILES}
-    return {key: (lambda doc, t=trainer: field_check(doc, t)) for key in keys | builtin}
+    return {key: (lambda doc, t=trainer: field_check(doc, t)) for key in keys}
 
 
 def _options(request: pytest.FixtureRequest) -> dict:
@@ -46,7 +47,9 @@ def _options(request: pytest.FixtureRequest) -> dict:
 @pytest.fixture
 def emulator(request: pytest.FixtureRequest):
     """A started API emulator checking objects against the vendored schemas (CRDs and built-in kinds)."""
-    emu = Emulator(_checkers(_options(request).get("trainer", "2.3")), prune).start()
+    options = _options(request)
+    emu = Emulator(_checkers(options.get("trainer", "2.3")), prune,
+                   options.get("kubernetes", core_schemas.OLDEST)).start()
     yield emu
     emu.stop()
     assert not emu.errors, emu.errors

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support.cluster.schemas import builtin_validator, errors_of
+from support.cluster.schemas import errors_of
 from typer.testing import CliRunner
 
 from kubebench.cli import app
@@ -241,7 +241,7 @@ def test_the_validators_catch_mistakes() -> None:
     assert any("is not of type 'integer'" in e for e in errors_of(wrong_type))
     job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "x"},
            "spec": {"template": {"spec": {"containers": [{"name": "a", "image": "i", "comand": ["x"]}]}}}}
-    assert errors_of(job), builtin_validator()[0]
+    assert any("spec.template.spec.containers.0.comand: unknown field" in e for e in errors_of(job))
 
 
 def test_process_kind_cannot_run_on_kubernetes(tmp_path: Path) -> None:
@@ -293,7 +293,7 @@ def test_deploy_manifests_validate_and_grant_only_what_kubebench_uses(tmp_path: 
                                          "ClusterRole", "ClusterRoleBinding", "Service", "StatefulSet", "NetworkPolicy",
                                          "ConfigMap", "Job", "Deployment", "Service"]
     for doc in docs:
-        assert builtin_validator()[1](doc) == [], doc["kind"]
+        assert errors_of(doc) == [], doc["kind"]
         assert doc["metadata"].get("namespace", "ml") == "ml"
     by_kind = {d["kind"]: d for d in docs}
     assert by_kind["PersistentVolumeClaim"]["spec"]["resources"]["requests"]["storage"] == "50Gi"

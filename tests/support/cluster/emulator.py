@@ -9,7 +9,9 @@ propagation and an asynchronous garbage collector (see :mod:`.store`); pod logs 
 ``previous`` instance and ``follow`` streams, of which a plain read returns only what the kubelet
 has not rotated away (``log_rotate_bytes``, 10 MiB by default as ``containerLogMaxSize``).
 
-As a real server does: an object is checked against its schema when a checker is given, unknown
+As a real server of ``kubernetes_version`` does (1.31 by default; ``GET /version`` says it): a core
+object is checked as that version checks it (:mod:`.core_schemas`), a custom resource against its
+schema when a checker is given; unknown
 fields pruned under the default ``fieldValidation=Warn`` (with a ``Warning`` header), refused with
 400 under ``Strict``; invalid values and labels are 422; creating in a namespace that does not exist
 is 404; with a ``policy`` (RBAC) every request is checked per verb and resource (403), and
@@ -38,6 +40,7 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import parse_qs, urlsplit
 
+from . import core_schemas
 from .store import CLUSTER_SCOPED, KINDS, PODS, ApiError, Checker, Key, Store, matches, merge_patch
 
 __all__ = ["KINDS", "PODS", "ApiError", "ContainerLog", "Emulator", "Faults", "Request", "Store", "matches"]
@@ -109,8 +112,10 @@ class Emulator:
     """The API server: ``start()`` it, point a kubeconfig at ``url``, ``stop()`` it."""
 
     def __init__(self, checkers: dict[Key, Checker] | None = None,
-                 prune: Callable[[dict, list[str]], dict] | None = None) -> None:
-        self.store = Store(checkers, prune=prune)
+                 prune: Callable[[dict, list[str]], dict] | None = None, kubernetes_version: str = core_schemas.OLDEST) -> None:
+        #: The Kubernetes minor version this server is: its ``/version`` and how it checks core objects.
+        self.kubernetes_version = kubernetes_version
+        self.store = Store({**core_schemas.checkers(lambda: self.kubernetes_version), **(checkers or {})}, prune=prune)
         self.faults = Faults()
         self.requests: list[Request] = []
         self.errors: list[Exception] = []
@@ -392,8 +397,11 @@ def _gv(key: Key) -> str:
 
 
 def _discovery(emu: Emulator, path: str) -> dict | None:
-    """``/apis/<group>/<version>`` (and ``/api/v1``): the resources served there; None for other paths."""
+    """``/apis/<group>/<version>`` (and ``/api/v1``): the resources served there; ``/version``: the
+    server's version; None for other paths."""
     parts = [p for p in path.split("/") if p]
+    if parts == ["version"]:
+        return core_schemas.version_info(emu.kubernetes_version)
     if parts[:1] == ["apis"] and len(parts) == 3:
         group, version = parts[1], parts[2]
     elif parts == ["api", "v1"]:

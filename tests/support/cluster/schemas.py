@@ -1,5 +1,6 @@
 """The schemas manifests are checked against: the real Kubeflow CRDs in ``tests/data/crds/`` and, for
-the built-in kinds (batch/v1 Job, RBAC, PVC …), the Kubernetes OpenAPI schema.
+the built-in kinds (batch/v1 Job, RBAC, PVC …), the Kubernetes OpenAPI schema of each version
+(:mod:`.core_schemas`).
 
 CRD schemas are applied as a server does with ``fieldValidation=Strict``: an object schema that
 lists its properties (and does not preserve unknown fields) accepts no other keys. CEL rules
@@ -15,12 +16,13 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import jsonschema
 import yaml
+
+from . import core_schemas
 
 # Vendored with the tests (upstream files byte for byte; SOURCES.md there records repository, tag and sha256).
 CRDS = Path(os.environ.get("KUBEBENCH_CRDS") or Path(__file__).resolve().parents[2] / "data" / "crds")
@@ -72,58 +74,14 @@ def strict(schema: Any) -> Any:
     return out
 
 
-@functools.cache
-def builtin_validator() -> tuple[str, Callable[[dict], list[str]]]:
-    """Errors of a built-in object against the Kubernetes schema: ``kubernetes-validate``'s strict
-    JSON schemas when installed, else the JSON schema of the official client's models."""
-    try:
-        import kubernetes_validate
-    except ImportError:
-        return "kubernetes client models", _client_model_errors
-    version = kubernetes_validate.latest_version()
-
-    def errors(doc: dict) -> list[str]:
-        try:
-            kubernetes_validate.validate(doc, version, strict=True)
-        except kubernetes_validate.ValidationError as e:
-            return [f"{'.'.join(map(str, e.path))}: {e.message}"]
-        return []
-
-    return f"kubernetes-validate {version} (strict)", errors
-
-
-def _client_model_errors(doc: dict) -> list[str]:
-    from kubernetes import client
-
-    model = getattr(client, f"V1{doc['kind']}")
-    validator = jsonschema.Draft202012Validator(model.model_json_schema(by_alias=True))
-    return [f"{'.'.join(map(str, e.path))}: {e.message}" for e in validator.iter_errors(doc)]
-
-
-@functools.cache
-def _builtin_strict(kind: str, api_version: str) -> jsonschema.protocols.Validator | None:
-    """kubernetes-validate's strict schema of a built-in kind (None when it is not installed)."""
-    try:
-        import kubernetes_validate.utils as kv
-        from referencing import Registry, Resource
-    except ImportError:
-        return None
-    folder = f"kubernetes-json-schema/v{kv.latest_version()}-local-strict"
-    group = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
-    schema = kv.schema_contents(f"{folder}/{kind.lower()}-{group}.json", api_version)
-    definitions = kv.schema_contents(f"{folder}/_definitions.json", api_version)
-    registry = Resource.from_contents(definitions) @ (Resource.from_contents(schema) @ Registry())
-    return jsonschema.Draft202012Validator(schema, registry=registry)
-
-
 def field_check(doc: dict, trainer: str = "2.3") -> tuple[list[str], list[str]]:
     """``(unknown fields, invalid values)`` of an object, as the API server sorts them: unknown
     fields as dotted paths (``spec.runtimePatches``), the rest as messages."""
     group, _, version = doc["apiVersion"].rpartition("/")
     key = (group, version, doc["kind"])
-    validator = crd_validator(*key, trainer) if key in CRD_FILES else _builtin_strict(doc["kind"], doc["apiVersion"])
-    if validator is None:
-        return [], []
+    if key not in CRD_FILES:
+        return [], []  # a core object: the emulator checks it itself (core_schemas)
+    validator = crd_validator(*key, trainer)
     unknown, errors = [], []
     for e in validator.iter_errors(doc):
         if e.validator == "additionalProperties" and isinstance(e.instance, dict):
@@ -146,10 +104,13 @@ def prune(doc: dict, paths: list[str]) -> dict:
 
 
 def errors_of(doc: dict) -> list[str]:
-    """Every schema violation of a manifest (a Kubeflow CR or a built-in kind)."""
+    """Every schema violation of a manifest: a Kubeflow CR against its CRD, a core object against the
+    published schema of every Kubernetes version from 1.31 to the newest (prefixed by the version)."""
     group, _, version = doc["apiVersion"].rpartition("/")
     key = (group, version, doc["kind"])
     if key in CRD_FILES:
         return [f"{'.'.join(map(str, e.path)) or '(root)'}: {e.message}"
                 for e in crd_validator(*key).iter_errors(doc)]
-    return builtin_validator()[1](doc)
+    if not core_schemas.is_builtin(doc):
+        raise AssertionError(f"no schema for {doc['kind']} of {doc['apiVersion']}")
+    return [f"{v}: {e}" for v in core_schemas.VERSIONS for e in core_schemas.published_errors(doc, v)]
