@@ -217,9 +217,10 @@ def _runner_job(o: Options, labels: dict[str, str]) -> dict[str, Any]:
     pod = _pod(o, labels | {"app.kubernetes.io/component": "runner"}, [_kubebench(o, NAME, _run_args(o, True))],
                _volumes(o), "Never")
     # A runner killed (node drained, OOM) is started again and resumes the experiment; one that ran
-    # to its end (1: runs failed, 2: a bad spec) is not.
+    # to its end (1: runs failed, 2: a bad spec) is not. The condition's status is written out: the
+    # published schema requires it before Kubernetes 1.35 (docs/kubernetes-conformance.md).
     failure = {"rules": [{"action": "FailJob", "onExitCodes": {"containerName": NAME, "operator": "In", "values": [1, 2]}},
-                         {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]}
+                         {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]}
     return {**_object("batch/v1", "Job", f"{NAME}-run-{exp}"[:63].rstrip("-"), o.namespace, labels),
             "spec": {"backoffLimit": 6, "podFailurePolicy": failure, "ttlSecondsAfterFinished": 7 * 86400,
                      "template": pod}}

@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
-from support.cluster.cluster import NAMESPACE, Cluster, Ran
 from support.cluster import core_schemas
+from support.cluster.cluster import NAMESPACE, Cluster, Ran
 from support.cluster.emulator import Emulator
 from support.cluster.kueue import Kueue
 from support.cluster.schemas import CRD_FILES, CRDS, crds_available, field_check, prune

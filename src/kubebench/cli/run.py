@@ -114,19 +114,25 @@ def render(
         "--all-runs", help="Print every run's job; by default one per trial (the repeats differ only in ids).")] = False,
     store: StoreOpt = None,
     backend: BackendOpt = None,
+    kubernetes_version: Annotated[Optional[str], typer.Option(
+        "--kubernetes-version", metavar="X.Y", help="Render for this Kubernetes version: a job setting a field it "
+                                                    "lacks is refused (kubernetes backend).")] = None,
 ) -> None:
     """Print the job (YAML) that each trial would run, without running anything.
 
     \b
     Examples:
       kubebench render examples/pytorch-cnn/benchmark.yaml --backend kubernetes
+      kubebench render bench.yaml --backend kubernetes --kubernetes-version 1.31
       kubebench render bench.yaml --set workers=4 --all-runs
     """
     from ..runner import dump_yaml, make_backend, plan_experiment
     from ..settings import settings
 
-    experiment = plan_experiment(with_overrides(load_args(spec, params, set_), backend), settings(store),
-                                 experiment_id, repeats)
+    loaded = with_overrides(load_args(spec, params, set_), backend)
+    if kubernetes_version is not None:
+        loaded = for_kubernetes(loaded, kubernetes_version)
+    experiment = plan_experiment(loaded, settings(store), experiment_id, repeats)
     target = make_backend(experiment.loaded)
     per_trial: dict[str, int] = {}
     for run in experiment.plan.runs:
@@ -140,7 +146,21 @@ def render(
         note = f" (of {per_trial[run.trial.id]} runs; the others differ only in run id and repeat)" \
             if not all_runs and per_trial[run.trial.id] > 1 else ""
         documents += [f"# run {run.id}: {_one_line(run.label)}{note}\n" + dump_yaml(obj) for obj in target.objects(job.manifest)]
+    if kubernetes_version is not None and documents:
+        documents[0] = f"# for Kubernetes {kubernetes_version}\n" + documents[0]
     sys.stdout.write("---\n".join(documents))
+
+
+def for_kubernetes(loaded, version: str):
+    """The loaded spec with its backend checking jobs for Kubernetes ``version`` (``--kubernetes-version``)."""
+    from ..errors import SpecError
+    from ..render.versions import parse, show
+
+    config = loaded.spec.backend
+    if "kubernetes_version" not in type(config).model_fields:
+        raise SpecError(f"--kubernetes-version: the {config.kind} backend does not run on Kubernetes (add --backend kubernetes)")
+    update = {"backend": config.model_copy(update={"kubernetes_version": show(parse(version))})}
+    return loaded.model_copy(update={"spec": loaded.spec.model_copy(update=update)})
 
 
 def _one_line(text: str) -> str:

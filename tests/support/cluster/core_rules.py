@@ -47,7 +47,7 @@ def pod_specs(doc: dict) -> Iterator[tuple[str, dict]]:
 
 def default_and_drop(doc: dict, version: str) -> None:
     """Defaults and drops of the API server of ``version``, in place, before validation."""
-    for path, job in job_specs(doc):
+    for _, job in job_specs(doc):
         # pkg/apis/batch/v1/defaults.go: SetDefaults_Job defaults an empty onPodConditions status to
         # True for a Job; a CronJob's template was left undefaulted (so refused) until the defaulter
         # moved to the pattern type (kubernetes#131525, in 1.34).

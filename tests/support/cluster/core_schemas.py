@@ -37,8 +37,10 @@ from .store import KINDS, Key
 
 #: The oldest minor version the Kubeflow operators (and kubebench) support.
 OLDEST = "1.31"
-#: Every minor version from :data:`OLDEST` to the newest whose schemas ``kubernetes-validate`` ships.
-VERSIONS = tuple(v for v in dict.fromkeys(kv.major_minor(x) for x in kv.all_versions()) if Version(v) >= Version(OLDEST))
+#: Every minor version whose schemas ``kubernetes-validate`` ships (an emulator may be any of them) …
+SHIPPED = tuple(dict.fromkeys(kv.major_minor(v) for v in kv.all_versions()))
+#: … and those kubebench's objects must be valid on: from :data:`OLDEST` to the newest.
+VERSIONS = tuple(v for v in SHIPPED if Version(v) >= Version(OLDEST))
 NEWEST = VERSIONS[-1]
 _DEFS = "https://kubernetes.io/api/_definitions.json#/$defs/"
 
@@ -71,8 +73,8 @@ ENUMS: dict[tuple[str, str], tuple[str, ...]] = {
 
 
 def _folder(version: str) -> str:
-    if version not in VERSIONS:
-        raise ValueError(f"Kubernetes {version}: not one of {', '.join(VERSIONS)}")
+    if version not in SHIPPED:
+        raise ValueError(f"Kubernetes {version}: not one of {', '.join(SHIPPED)}")
     return f"kubernetes-json-schema/v{version}.0-local-strict"
 
 

@@ -210,6 +210,14 @@ class Api:
 
         return self.call(f"discover {group or 'core'}/{version}", fetch, expect=(404,))
 
+    def version(self) -> dict | None:
+        """The API server's ``/version`` (``gitVersion``, ``major``, ``minor`` …); None when refused."""
+        from kubernetes import client
+
+        api = client.VersionApi(self.client)
+        return self.call("read the API server's version", lambda timeout: json.loads(raw(api.get_code(
+            _preload_content=False, _request_timeout=timeout)).data), expect=(403, 404))
+
     def allowed(self, namespace: str, verb: str, group: str, resource: str) -> bool:
         """Whether kubebench's identity may ``verb`` ``resource`` (``pods/log`` for a subresource)."""
         from kubernetes import client

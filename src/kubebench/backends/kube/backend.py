@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import BackendError, KubebenchError, SpecError, StorageError
 from ...paths import RunPaths
-from ...render import kinds
+from ...render import kinds, versions
 from ...render.serving import kubernetes_objects
 from ...spec.files import spec_files_of
 from ..base import Backend, Check, JobStatus, Outcome, PodTelemetry
@@ -72,6 +72,8 @@ class KubernetesBackend(Backend[KubeJob, KubernetesConfig]):
         self._nodes = NodeCache(lambda: self.api)
         self._spec_files: dict[str, str] | None = None  # the spec's folder, when this backend ships it
         self._spec_map: str | None = None  # the ConfigMap this runner made of it
+        #: The cluster's Kubernetes version: given, else read from the API server once (``check``).
+        self._version = versions.parse(config.kubernetes_version) if config.kubernetes_version else None
 
     @property
     def namespace(self) -> str:
@@ -110,6 +112,7 @@ class KubernetesBackend(Backend[KubeJob, KubernetesConfig]):
         if namespace != self.namespace:
             raise SpecError(f"the job's namespace {namespace!r} is not the backend's ({self.namespace!r})")
         kinds.valid_labels(manifest)
+        versions.require([manifest], self._version)
         storage = self.config.storage
         kinds.mount_claim(manifest, storage.volume, storage.claim, storage.mount_path, _folders(storage, paths))
         kinds.mount_shm(manifest, self.config.shm_size)
@@ -143,9 +146,11 @@ class KubernetesBackend(Backend[KubeJob, KubernetesConfig]):
             self._spec_map = specmap.ship(self.api, self.namespace, experiment_id, self._spec_files)
 
     def check(self, manifests: list[dict[str, Any]]) -> None:
-        """The client configured, the API server reachable, the namespace there, every kind served."""
+        """The client configured, the API server reachable, the namespace there, every kind served,
+        every field the jobs set known to the cluster's Kubernetes version (read here, once)."""
         api = preflight.connect(lambda: self.api, self.config)
-        preflight.check(api, self.namespace, manifests)
+        self._version = self._version or preflight.server_version(api)
+        preflight.check(api, self.namespace, manifests, self._version)
         with self._lock:
             self._served.update({r: None for r in preflight.resources(manifests)})
 

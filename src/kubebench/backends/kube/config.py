@@ -70,6 +70,10 @@ class KubernetesConfig(PluginConfig):
     #: ConfigMap ``kb-spec-<experiment>`` made before the first job and deleted when the runner ends (kept
     #: with ``keep_jobs``), mounted the same way; false: the pods run in their image's working directory.
     ship_spec: bool = True
+    #: The Kubernetes version (MAJOR.MINOR) the jobs are checked for: a job that sets a field this
+    #: version lacks is refused before it is created. Unset: the API server's, read once when the
+    #: runs start (``kubebench render --kubernetes-version`` sets it to render for another).
+    kubernetes_version: str | None = Field(None, pattern=r"^v?\d+\.\d+")
     #: Image of the pod ``kubebench doctor`` starts to check that it sees the claim as kubebench does.
     probe_image: str = "busybox:1.36"
     #: Attempts of an API call that fails transiently (429, 5xx, connection reset), with backoff.

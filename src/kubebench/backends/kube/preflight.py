@@ -4,7 +4,8 @@
 server reachable, the namespace there, every job kind served): one clear error instead of a failed
 run per job. :func:`doctor` checks all the rest (``kubebench doctor``): what kubebench's identity may
 do (a SelfSubjectAccessReview per verb it uses), the claim bound and reachable from a pod (which
-reads a file kubebench wrote where it sees the claim), the Kueue queue.
+reads a file kubebench wrote where it sees the claim), the Kueue queue, and whether the cluster's
+Kubernetes version has every field the jobs set (:mod:`kubebench.render.versions`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from ...errors import BackendError, KubebenchError, PreflightError
+from ...render import versions
 from ..base import Check
 from . import objects
 from .api import DEPLOYMENTS, JOBS, SERVICES, Api, Resource, resource_of
@@ -56,8 +58,15 @@ def connect(api_of: Callable[[], Api], config: KubernetesConfig) -> Api:
     return api
 
 
-def check(api: Api, namespace: str, manifests: list[dict[str, Any]]) -> None:
-    """The cheap checks every run starts with (see the module's docstring)."""
+def server_version(api: Api) -> versions.Version | None:
+    """The API server's Kubernetes version; None when it does not say."""
+    return versions.of_server(api.version())
+
+
+def check(api: Api, namespace: str, manifests: list[dict[str, Any]], version: versions.Version | None) -> None:
+    """The cheap checks every run starts with (see the module's docstring); ``version``: the
+    cluster's Kubernetes version, which must have every field the jobs set."""
+    versions.require(manifests, version)
     if api.namespace_exists(namespace) is False:
         raise PreflightError(f"namespace {namespace!r} does not exist on the cluster at {api.host}: "
                              f"kubectl create namespace {namespace}, or set backend.namespace")
@@ -79,7 +88,7 @@ def doctor(api: Api, config: KubernetesConfig, namespace: str, manifests: list[d
            local_root: Path, probe_image: str, ships_spec: bool = False) -> list[Check]:
     """Every check, each a :class:`Check` (a failed one does not stop the others); ``ships_spec``:
     the runner makes the ConfigMap of the spec's folder itself."""
-    checks = [Check("cluster", "ok", f"API server at {api.host}")]
+    checks = [Check("cluster", "ok", f"API server at {api.host}"), _version(api, config, manifests)]
     found = api.namespace_exists(namespace)
     checks.append(Check("namespace", "ok" if found else "warn" if found is None else "fail",
                         namespace if found else "cannot tell (may not read namespaces)" if found is None
@@ -95,6 +104,24 @@ def doctor(api: Api, config: KubernetesConfig, namespace: str, manifests: list[d
         checks.append(Check("Kueue queue", "ok" if queue else "fail",
                             config.queue if queue else f"LocalQueue {namespace}/{config.queue} not found (is Kueue installed?)"))
     return checks
+
+
+def _version(api: Api, config: KubernetesConfig, manifests: list[dict[str, Any]]) -> Check:
+    """The cluster's Kubernetes version: supported, and with every field the jobs set."""
+    found = server_version(api)
+    if found is None:
+        return Check("Kubernetes version", "warn", "cannot tell (the API server does not say its version)")
+    shown = versions.show(found)
+    pinned = versions.parse(config.kubernetes_version) if config.kubernetes_version else None
+    missing = versions.too_new(manifests, found)
+    if missing:
+        return Check("Kubernetes version", "fail", f"{shown}: " + "; ".join(missing))
+    if pinned is not None and pinned != found:
+        return Check("Kubernetes version", "warn", f"{shown}, but backend.kubernetes_version is {versions.show(pinned)}")
+    if found < versions.OLDEST:
+        return Check("Kubernetes version", "warn", f"{shown}: older than {versions.show(versions.OLDEST)}, "
+                                                   "the oldest the Kubeflow operators (and kubebench) support")
+    return Check("Kubernetes version", "ok", shown)
 
 
 def _access(api: Api, config: KubernetesConfig, namespace: str, manifests: list[dict[str, Any]],
@@ -140,16 +167,8 @@ def _probe(api: Api, config: KubernetesConfig, namespace: str, local_root: Path,
         sentinel.write_text(token)
     except OSError as e:
         return Check("claim from a pod", "fail", f"cannot write {sentinel}: {e}")
-    name = f"kb-doctor-{token}"
-    mount = config.storage.mount_path.rstrip("/")
-    container = {"name": "probe", "image": image, "command": ["cat", f"{mount}/{sentinel.name}"],
-                 "volumeMounts": [{"name": config.storage.volume, "mountPath": mount}]}
-    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "labels": {"kubebench.io/doctor": token}},
-           "spec": {"backoffLimit": 0, "activeDeadlineSeconds": int(PROBE_SECONDS), "ttlSecondsAfterFinished": 600,
-                    "template": {"metadata": {"labels": {"kubebench.io/doctor": token}, "annotations": {
-                        "sidecar.istio.io/inject": "false"}}, "spec": {
-                        "restartPolicy": "Never", "containers": [container],
-                        "volumes": [{"name": config.storage.volume, "persistentVolumeClaim": {"claimName": config.storage.claim}}]}}}}
+    job = probe_job(config, token, sentinel.name, image)
+    name = job["metadata"]["name"]
     try:
         api.create(JOBS, namespace, job)
         return _probe_result(api, namespace, name, token, sentinel, local_root)
@@ -161,6 +180,20 @@ def _probe(api: Api, config: KubernetesConfig, namespace: str, local_root: Path,
             api.delete(JOBS, namespace, name, "Background")
         except BackendError:
             pass
+
+
+def probe_job(config: KubernetesConfig, token: str, file_name: str, image: str) -> dict[str, Any]:
+    """The Job of the claim probe: one pod mounting the claim that prints ``file_name`` from it."""
+    mount = config.storage.mount_path.rstrip("/")
+    container = {"name": "probe", "image": image, "command": ["cat", f"{mount}/{file_name}"],
+                 "volumeMounts": [{"name": config.storage.volume, "mountPath": mount}]}
+    labels = {"kubebench.io/doctor": token}
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": f"kb-doctor-{token}", "labels": labels},
+            "spec": {"backoffLimit": 0, "activeDeadlineSeconds": int(PROBE_SECONDS), "ttlSecondsAfterFinished": 600,
+                     "template": {"metadata": {"labels": dict(labels), "annotations": {"sidecar.istio.io/inject": "false"}},
+                                  "spec": {"restartPolicy": "Never", "containers": [container], "volumes": [
+                                      {"name": config.storage.volume,
+                                       "persistentVolumeClaim": {"claimName": config.storage.claim}}]}}}}
 
 
 def _probe_result(api: Api, namespace: str, name: str, token: str, sentinel: Path, local_root: Path) -> Check:

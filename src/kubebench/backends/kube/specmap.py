@@ -32,9 +32,8 @@ def name_of(experiment_id: str) -> str:
 
 def ship(api: Api, namespace: str, experiment_id: str, files: dict[str, str]) -> str:
     """Create the experiment's ConfigMap from ``files`` (replacing one of the same name); its name."""
-    name = name_of(experiment_id)
-    body = {"apiVersion": "v1", "kind": "ConfigMap", "data": dict(files),
-            "metadata": {"name": name, "labels": {EXPERIMENT_LABEL: experiment_id}}}
+    body = config_map(experiment_id, files)
+    name = body["metadata"]["name"]
     try:
         for _ in range(3):
             if api.create(CONFIG_MAPS, namespace, body) is not None:
@@ -46,6 +45,12 @@ def ship(api: Api, namespace: str, experiment_id: str, files: dict[str, str]) ->
                 "configmaps, or set backend.ship_spec: false)") if getattr(e, "http_status", None) == 403 else ""
         raise PreflightError(f"{e}{hint}") from e
     raise PreflightError(f"create ConfigMap {namespace}/{name}: the name stays taken by another object")
+
+
+def config_map(experiment_id: str, files: dict[str, str]) -> dict:
+    """The ConfigMap of the experiment's spec folder."""
+    return {"apiVersion": "v1", "kind": "ConfigMap", "data": dict(files),
+            "metadata": {"name": name_of(experiment_id), "labels": {EXPERIMENT_LABEL: experiment_id}}}
 
 
 def remove(api: Api, namespace: str, name: str) -> None:
