@@ -143,6 +143,8 @@ def calls(cluster: Cluster) -> dict[str, int]:
             what = "watch"
         elif r.path.endswith("/log"):
             what = "follow log" if r.query.get("follow") == "true" else "read log"
+        elif r.path.rstrip("/") == "/version":
+            what = "version"
         elif r.method == "GET" and r.path.count("/") <= 3:
             what = "discovery"
         elif "/nodes/" in r.path:
@@ -161,10 +163,11 @@ def test_tracking_calls_do_not_grow_with_polls(cluster: Cluster, run_spec) -> No
     code = "import time, kubebench; time.sleep(1); kubebench.report(v=1)"
     ran = run_spec(spec(workers=1, code=code, repeats=3))
     assert ran.by_status() == {"succeeded": 3}
-    # once: the pre-flight check (discovery of the core API and of the kind, the namespace), the spec
-    # folder's ConfigMap (create, delete), one list + watch for the jobs and for the pods, the node
-    # (provenance); per job: create, one stream per container, the final list of its pods, delete
-    assert calls(cluster) == {"discovery": 2, "read namespace": 1, "watch": 2, "list": 2, "read node": 1,
+    # once: the pre-flight check (discovery of the core API and of the kind, the Kubernetes version,
+    # the namespace), the spec folder's ConfigMap (create, delete), one list + watch for the jobs and
+    # for the pods, the node (provenance); per job: create, one stream per container, the final list
+    # of its pods, delete
+    assert calls(cluster) == {"discovery": 2, "version": 1, "read namespace": 1, "watch": 2, "list": 2, "read node": 1,
                               "create": 1 + 3, "follow log": 3, "list a run's pods": 3, "delete": 1 + 3}
 
 
