@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from support.cluster.cluster import Cluster
+from support.cluster.emulator import Faults
 from typer.testing import CliRunner
 
 from kubebench.cli import app
@@ -118,3 +119,9 @@ def test_render_for_a_version_needs_the_kubernetes_backend_and_a_version(tmp_pat
     assert local.exit_code == 2 and "the local backend does not run on Kubernetes (add --backend kubernetes)" in local.output
     bad = invoke("render", str(spec), "--backend", "kubernetes", "--kubernetes-version", "latest")
     assert bad.exit_code == 2 and "expected MAJOR.MINOR, e.g. 1.31" in bad.output
+
+
+def test_doctor_cannot_tell_the_version_of_a_server_that_does_not_say_it(cluster: Cluster, tmp_path: Path) -> None:
+    cluster.api.faults = Faults(rate=1.0, kinds=(404,), path="/version")
+    result = invoke("doctor", str(write(tmp_path)))
+    assert "warn Kubernetes version: cannot tell (the API server does not say its version)" in result.output, result.output
