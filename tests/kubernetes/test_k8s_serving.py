@@ -109,10 +109,11 @@ def test_a_serving_run_measures_the_reference_server_through_its_service(cluster
     wait_for(lambda: cluster.api.store.list(("", "v1", "pods"), cluster.namespace)[0] == [], 30,
              "the server's and the load generator's pods to go")
     # followed through one list + watch per kind (Deployments, Jobs, pods), no call per status check;
-    # the pre-flight check, the node (provenance) and the spec folder's ConfigMap (create, delete) once;
+    # the pre-flight check (with the Kubernetes version), the node (provenance) and the spec folder's
+    # ConfigMap (create, delete) once;
     # per run: three creates, a log stream per container, the server's log read once the load is done,
     # the run's pods listed, three deletes
-    assert calls(cluster) == {"get": 6, "list deployments": 1, "watch deployments": 1, "list jobs": 1, "watch jobs": 1,
+    assert calls(cluster) == {"get": 7, "list deployments": 1, "watch deployments": 1, "list jobs": 1, "watch jobs": 1,
                               "list pods": 2, "watch pods": 1, "create": 1 + 3, "follow log": 2, "read log": 1,
                               "delete": 1 + 3}
 
