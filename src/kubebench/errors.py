@@ -22,6 +22,10 @@ class TemplateError(SpecError):
     """A job template failed to render."""
 
 
+class TemplateLimit(TemplateError):
+    """A template asked for more than a limit allows (size or time)."""
+
+
 class PlanError(SpecError):
     """The parameters produce no valid plan (for example an empty sweep)."""
 
@@ -39,6 +43,10 @@ class BackendError(KubebenchError):
 class InfrastructureError(BackendError):
     """The place jobs run failed, not the job (an API server error, a machine out of processes):
     a run failing so is tried again when the spec sets ``retries``."""
+
+
+class PrometheusError(KubebenchError):
+    """The Prometheus server did not answer a query (recorded on the run as a warning)."""
 
 
 class IdError(KubebenchError):
@@ -82,3 +90,20 @@ class PostprocessError(KubebenchError):
     """A post-processor could not turn a run's outputs into metrics (recorded on the run)."""
 
     exit_code = 1
+
+
+class LaunchError(KubebenchError):
+    """A launch from the web refused before anything started; ``problems`` locate what is wrong."""
+
+    def __init__(self, message: str, problems: list) -> None:
+        super().__init__(message)
+        self.problems = problems
+
+
+class Cancelled(KeyboardInterrupt):
+    """The runs were asked to stop (Ctrl-C or SIGTERM through ``kubebench.cancel``, or
+    ``Cancel.request()``): the jobs in flight are cancelled, and no other run starts.
+
+    Not an :class:`Exception`, so that no ``except Exception`` of a run swallows it; a
+    ``KeyboardInterrupt``, so that code that stops cleanly on Ctrl-C stops so on a cancel too.
+    """

@@ -10,7 +10,8 @@ import pytest
 from support.timing import scaled
 
 from kubebench.backends.base import PodTelemetry
-from kubebench.monitor.promql import PrometheusError, Window, pod_telemetry, run_queries
+from kubebench.errors import PrometheusError
+from kubebench.monitor.promql import Window, pod_telemetry, run_queries
 from kubebench.monitor.recorder import WARNING_KEY, RunTelemetry
 from kubebench.spec.telemetry import TelemetryConfig
 from kubebench.store.records import RunResult

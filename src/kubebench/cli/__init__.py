@@ -100,6 +100,14 @@ def expected_errors(command: Callable) -> Callable:
     return wrapper
 
 
+def open_store_of(store: Optional[str]):
+    """The results store at ``store`` (``--store``), else the one the settings name."""
+    from ..settings import settings
+    from ..store.store import open_store
+
+    return open_store(settings(store).store_url)
+
+
 def load_args(spec: Path, params: Optional[Path], overrides: Optional[list[str]]):
     """The spec loaded with its parameter file and ``--set`` overrides, each of which must name a
     parameter the spec (or the file) has: an unknown key would silently add a swept parameter."""

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from ..rules import COMPARE_THRESHOLD
-from . import StoreOpt, app, expected_errors, make_console
+from . import StoreOpt, app, expected_errors, make_console, open_store_of
 from .check import CorrectionChoice
 
 if TYPE_CHECKING:
@@ -25,13 +25,6 @@ MetricOpt = Annotated[Optional[str], typer.Option("--metric", "-m", metavar="NAM
 class CompareFormat(str, Enum):
     table = "table"
     json = "json"
-
-
-def _open(store: Optional[str]):
-    from ..settings import settings
-    from ..store.store import open_store
-
-    return open_store(settings(store).store_url)
 
 
 def metric_of(record, metric: Optional[str], *experiments) -> tuple[str, Goal, str]:
@@ -81,7 +74,7 @@ def compare(
     from ..analyse.compare import parse_fail_on
     from ..analyse.experiments import compare_experiments
 
-    db = _open(store)
+    db = open_store_of(store)
     base_record = db.experiment(base)
     db.experiment(candidate)  # an unknown id is a clear error before any work
     base_runs, candidate_runs = db.runs(base), db.runs(candidate)
@@ -163,7 +156,7 @@ def scaling(
     from ..analyse.experiments import scaling as scaling_study, workers_parameter
     from ..present.studies import scaling_table
 
-    db = _open(store)
+    db = open_store_of(store)
     runs = db.runs(experiment_id)
     name, _, unit = metric_of(db.experiment(experiment_id), metric, runs)
     workers_param = workers_param or workers_parameter(runs, name)
@@ -239,7 +232,7 @@ def overhead(
     from ..analyse.experiments import overheads
     from ..present.studies import overhead_table
 
-    db = _open(store)
+    db = open_store_of(store)
     bare_runs, platform_runs = db.runs(bare), db.runs(platform)
     name, goal, unit = metric_of(db.experiment(bare), metric, bare_runs, platform_runs)
     make_console().print(overhead_table(overheads(bare_runs, platform_runs, name, goal), name, unit))
@@ -261,7 +254,7 @@ def report(
     """
     from ..present.report import comparison_section, experiment_section, write_report
 
-    db = _open(store)
+    db = open_store_of(store)
     records = [db.experiment(i) for i in experiment_ids]
     runs = {r.id: db.runs(r.id) for r in records}
     if metric:

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from . import StoreOpt, app, expected_errors
+from . import StoreOpt, app, expected_errors, open_store_of
 
 
 class CorrectionChoice(str, Enum):
@@ -36,11 +36,10 @@ def check(
     from ..analyse.family import run_family
     from ..errors import SpecError
     from ..present.check import headline, junit as junit_xml, markdown
-    from .analysis import _open
 
     if len(targets) not in (1, 2):
         raise SpecError(f"check takes NAME or BASE CANDIDATE, got {len(targets)} arguments")
-    db = _open(store)
+    db = open_store_of(store)
     title, base_text, tests = (_series_tests if len(targets) == 1 else _pair_tests)(db, targets, metric, threshold, window)
     if not tests:
         raise SpecError(f"nothing to check: no trial of {title} has values of the metrics asked")

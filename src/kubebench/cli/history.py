@@ -12,7 +12,7 @@ from typing import Annotated, Optional
 import typer
 from typer.core import TyperGroup
 
-from . import StoreOpt, app, expected_errors, make_console
+from . import StoreOpt, app, expected_errors, make_console, open_store_of
 
 
 class _ShowByDefault(TyperGroup):
@@ -109,9 +109,8 @@ def accept(
 ) -> None:
     """Mark a step change as intended: later detections and `check` measure against the new level."""
     from ..store.series import accept_change, resolve_series
-    from .analysis import _open
 
-    db = _open(store)
+    db = open_store_of(store)
     series = resolve_series(db, name)
     accept_change(db, series, at, metric or "", note)
     make_console().print(f"accepted the change of series {series} at {at}" + (f" ({metric})" if metric else "")

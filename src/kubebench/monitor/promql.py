@@ -15,7 +15,7 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 
-from ..errors import KubebenchError
+from ..errors import PrometheusError
 from ..spec.telemetry import TelemetryConfig
 from .sampler import Sample
 
@@ -33,10 +33,6 @@ GPU_QUERIES = {
     "sm_clock_mhz": "DCGM_FI_DEV_SM_CLOCK",
     "temperature_celsius": "DCGM_FI_DEV_GPU_TEMP",
 }
-
-
-class PrometheusError(KubebenchError):
-    """The Prometheus server did not answer a query (recorded on the run as a warning)."""
 
 
 @dataclass(frozen=True)

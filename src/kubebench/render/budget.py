@@ -11,13 +11,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from .. import limits
-from ..errors import TemplateError
+from ..errors import TemplateLimit
 
 _local = threading.local()
-
-
-class TemplateLimit(TemplateError):
-    """A template asked for more than a limit allows (size or time)."""
 
 
 @contextmanager

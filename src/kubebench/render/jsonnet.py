@@ -18,8 +18,8 @@ import time
 from typing import Any
 
 from .. import limits
-from ..errors import TemplateError
-from .budget import TemplateLimit, out_of_time, spending
+from ..errors import TemplateError, TemplateLimit
+from .budget import out_of_time, spending
 
 #: The child: one JSON request per line in, one JSON answer per line out.
 _CHILD = """

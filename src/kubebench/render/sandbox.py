@@ -25,7 +25,8 @@ from jinja2.compiler import CodeGenerator
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from .. import limits
-from .budget import TemplateLimit, _local, out_of_time, spending
+from ..errors import TemplateLimit
+from .budget import _local, out_of_time, spending
 
 #: Bits of an integer a template may make: more digits than Python prints (4,300) anyway.
 MAX_INT_BITS = 16_384

@@ -17,13 +17,14 @@ from pydantic import AfterValidator
 from starlette.concurrency import run_in_threadpool
 
 from .. import __version__, ids
+from ..errors import LaunchError
 from ..redact import mask_url
 from ..rules import COMPARE_THRESHOLD
 from ..store.listing import STATES
 from . import api_runs, models, queries
 from .auth import require_writer
 from .forms import TEMPLATE_FILE, LaunchRequest, form_problems, form_spec
-from .launcher import Files, LaunchError
+from .launcher import Files
 
 router = APIRouter(prefix="/api", tags=["api"])
 Writer = Depends(require_writer)

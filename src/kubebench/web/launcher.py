@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import KubebenchError, SpecError
+from ..errors import KubebenchError, LaunchError, SpecError
 from ..redact import runner_environment
 from ..settings import Settings
 from ..store.records import RunResult
@@ -29,14 +29,6 @@ from ..store.store import Store
 
 #: Seconds a runner gets to cancel its run in flight after SIGINT before it is killed (app stop).
 STOP_GRACE_S = 15.0
-
-
-class LaunchError(KubebenchError):
-    """A launch refused before anything started; ``problems`` locate what is wrong."""
-
-    def __init__(self, message: str, problems: list) -> None:
-        super().__init__(message)
-        self.problems = problems
 
 
 @dataclass
