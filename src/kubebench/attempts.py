@@ -104,7 +104,7 @@ def _attempt(experiment: Experiment, backend: Backend, store: Store, run: Run,
     except Exception as e:  # not the backend's own error: the job, if it started, must not outlive the run
         _cancel_quietly(backend, handle)
         outcome = Outcome("failed", None, _unexpected(e))
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C, or Cancelled (a cancel asked for)
         store.finish_run(RunResult(run_id=run.id, status="cancelled", reason=CANCELLED, finished_at=time.time()))
         raise
     finally:

@@ -17,6 +17,7 @@ from . import ids, registry
 from .attempts import INTERRUPTED, dump_yaml, execute_run, log_tail  # noqa: F401  (dump_yaml, log_tail: API)
 from .backends.base import Backend
 from .cancel import Cancel
+from .errors import Cancelled
 from .experiment import Experiment
 from .locks import ExperimentLock
 from .plan.adaptive import next_round
@@ -78,8 +79,9 @@ def execute(experiment: Experiment, store: Store, progress: Progress | None = No
 
     Up to ``parallelism`` runs (default: the spec's) are in flight at once; warm-up runs all end
     before counted ones start. On Ctrl-C (or ``cancel.request()``) every job in flight is cancelled
-    and recorded so, no other run starts, and KeyboardInterrupt goes on. Only one runner runs an
-    experiment at a time (BusyError otherwise); runs that a killed runner left ``running`` are redone.
+    and recorded so, no other run starts, and :class:`~kubebench.errors.Cancelled` (a KeyboardInterrupt)
+    goes on. Only one runner runs an experiment at a time (BusyError otherwise); runs that a killed
+    runner left ``running`` are redone.
     """
     progress = progress or _Silent()
     cancel = cancel or Cancel()
@@ -127,7 +129,7 @@ def _execute(experiment: Experiment, store: Store, progress: Progress, width: in
 
     def one(run: Run) -> None:
         if cancel.requested:
-            raise KeyboardInterrupt  # asked to stop: no new run starts
+            raise Cancelled  # asked to stop: no new run starts
         progress.run_started(run)
         progress.run_finished(run, execute_run(experiment, backend, store, run, leftover=run.id in leftovers))
 

@@ -1,10 +1,11 @@
 """What every backend implements and the wait loop they share.
 
 A backend runs a rendered job and answers for everything that depends on where it ran, so that
-nothing else tells backends apart: ``submit`` → ``status`` (polled by the shared :meth:`Backend.wait`)
-→ ``collect`` (the replicas' logs into the run's ``output/``) → ``release`` (what the ended job
+nothing else tells backends apart. Its :class:`JobVerbs` are what it does with one job:
+``submit`` → ``status`` (polled by the shared :meth:`Backend.wait`) → ``collect`` (the replicas' logs into the run's ``output/``) → ``release`` (what the ended job
 still holds), plus ``cancel``, where the job's telemetry comes from (:class:`ProcessTelemetry` or
-:class:`PodTelemetry`) and where it ran (``provenance``).
+:class:`PodTelemetry`) and where it ran (``provenance``). Its :class:`Lifecycle` hooks are what it
+does once per experiment, around the jobs (the spec's folder, preflight checks, setup and teardown).
 
 The run's clock starts when the job is admitted, not when it is submitted: a job waiting in a queue
 (Kueue) is ``queued``, and the time it waited is reported apart (``Outcome.queued_seconds``).
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar, Union
 
+from ..errors import Cancelled
 from ..paths import RunPaths
 from ..spec.base import PluginConfig
 
@@ -87,25 +89,71 @@ class PodTelemetry:
 TelemetrySource = Union[ProcessTelemetry, PodTelemetry]
 
 
-class Backend(ABC, Generic[H, C]):
-    """A place jobs run. Subclasses implement the verbs; the wait loop is shared.
+class Lifecycle:
+    """What a backend does once per experiment, around its jobs: the runner calls ``give_spec``,
+    ``check`` (or ``doctor``), ``begin`` under the experiment's lock, ``reclaim`` for runs a killed
+    runner left, and ``close`` at the end; ``interrupt`` and ``abort`` come from a cancel."""
 
-    Typed over its job handle ``H`` and its options ``C`` (the class it names as ``Config``).
-    """
-
-    Config: ClassVar[type[PluginConfig]]
-    #: Wait-loop polling: first interval, growth factor and cap, in seconds.
-    poll_first: ClassVar[float] = 0.005
-    poll_factor: ClassVar[float] = 1.5
-    poll_max: ClassVar[float] = 1.0
-
-    def __init__(self, config: C) -> None:
-        self.config: C = config
+    def __init__(self) -> None:
         self._interrupted = threading.Event()
+
+    def give_spec(self, spec_file: Path) -> None:
+        """The spec's file, before any job is rendered: a backend whose jobs run on other machines
+        gives them its folder (Kubernetes: a ConfigMap, their working directory). A SpecError when
+        the folder cannot go with them."""
+
+    def check(self, manifests: list[dict[str, Any]]) -> None:
+        """Before anything runs: can jobs like these (one per trial) run here at all? Raises
+        PreflightError, so that an experiment stops once instead of failing every run."""
+
+    def doctor(self, manifests: list[dict[str, Any]], local: RunPaths) -> list[Check]:
+        """Everything that must hold for jobs like these to run here, each checked (``kubebench doctor``);
+        ``local``: a run's folders as kubebench sees them."""
+        return [Check("backend", "ok", "jobs run as processes of this machine")]
+
+    def begin(self, experiment_id: str) -> None:
+        """Once the experiment's lock is held, before its first job: set up what all its jobs share
+        (Kubernetes: the spec folder's ConfigMap); ``close`` undoes it."""
+
+    def reclaim(self, leftovers: list[tuple[RenderedJob, RunPaths]]) -> None:
+        """Stop what a killed runner left running for these runs (their jobs as rendered now), so that
+        nothing of an earlier attempt writes into a run's folder once it is redone."""
+
+    def interrupt(self) -> None:
+        """Make every ``wait`` in progress, in any thread, cancel its job and raise :class:`Cancelled`."""
+        self._interrupted.set()
+
+    def abort(self) -> None:
+        """Stop every job in flight at once, without waiting (a second Ctrl-C): best effort, called
+        from a signal handler just before the process exits, so it must not block or take locks."""
+
+    def sleep(self, seconds: float) -> None:
+        """Sleep (between two attempts of a run); an interrupt ends it with :class:`Cancelled`."""
+        if self._interrupted.wait(seconds):
+            raise Cancelled
+
+    def close(self) -> None:
+        """Release what the backend holds (connections, watches) once an experiment is done."""
+
+
+class JobVerbs(ABC, Generic[H]):
+    """What a backend does with one job, handle ``H``: ``prepare`` its manifest, ``submit`` it, then
+    ``status`` (polled by :meth:`Backend.wait`), ``collect`` its logs, ``release`` it; ``cancel`` on
+    the way out. A backend that runs several job kinds gives each its own driver behind these verbs."""
 
     @abstractmethod
     def job_paths(self, local: RunPaths) -> RunPaths:
         """The run's folders as the job sees them, given where kubebench sees them."""
+
+    def prepare(self, manifest: dict[str, Any], paths: RunPaths) -> dict[str, Any]:
+        """``manifest`` with what this backend needs added (``paths``: as the job sees them); it may
+        be changed in place."""
+        return manifest
+
+    def objects(self, manifest: dict[str, Any]) -> list[dict[str, Any]]:
+        """What submitting ``manifest`` creates (``kubebench render`` prints it): the manifest itself,
+        unless the backend carries it out as other objects."""
+        return [manifest]
 
     @abstractmethod
     def submit(self, job: RenderedJob, paths: RunPaths) -> H:
@@ -122,12 +170,12 @@ class Backend(ABC, Generic[H, C]):
         Never fails the run: what could not be read is returned as warnings, recorded on the run.
         """
 
+    def release(self, handle: H) -> None:
+        """Free what the ended job still holds, once its logs are collected (Kubernetes: delete it)."""
+
     @abstractmethod
     def cancel(self, handle: H) -> None:
         """Stop everything the job started; safe to call on a finished job."""
-
-    def release(self, handle: H) -> None:
-        """Free what the ended job still holds, once its logs are collected (Kubernetes: delete it)."""
 
     def finished(self, handle: H) -> str | None:
         """Called once the job has ended by itself; backends clean up what is left over here, and
@@ -136,6 +184,15 @@ class Backend(ABC, Generic[H, C]):
     def timed_out(self, handle: H) -> None:
         """Stop a job that ran past its timeout (its logs are collected afterwards)."""
         self.cancel(handle)
+
+    def pause(self, handle: H, seconds: float) -> None:
+        """Sleep between two status checks; backends told of changes may wake up earlier."""
+        time.sleep(seconds)
+
+    @property
+    def queue_timeout(self) -> float | None:
+        """Seconds a job may wait to be admitted before its run times out; None: as long as it takes."""
+        return None
 
     def telemetry(self, handle: H) -> TelemetrySource | None:
         """Where the job's resource usage can be read from; None when nowhere."""
@@ -147,68 +204,30 @@ class Backend(ABC, Generic[H, C]):
 
         return dict(machine())
 
-    def give_spec(self, spec_file: Path) -> None:
-        """The spec's file, before any job is rendered: a backend whose jobs run on other machines
-        gives them its folder (Kubernetes: a ConfigMap, their working directory). A SpecError when
-        the folder cannot go with them."""
 
-    def begin(self, experiment_id: str) -> None:
-        """Once the experiment's lock is held, before its first job: set up what all its jobs share
-        (Kubernetes: the spec folder's ConfigMap); ``close`` undoes it."""
+class Backend(Lifecycle, JobVerbs[H], Generic[H, C]):
+    """A place jobs run: the experiment's :class:`Lifecycle` and the :class:`JobVerbs` of its jobs.
+    Subclasses implement the verbs; the wait loop is shared.
 
-    def check(self, manifests: list[dict[str, Any]]) -> None:
-        """Before anything runs: can jobs like these (one per trial) run here at all? Raises
-        PreflightError, so that an experiment stops once instead of failing every run."""
+    Typed over its job handle ``H`` and its options ``C`` (the class it names as ``Config``).
+    """
 
-    def doctor(self, manifests: list[dict[str, Any]], local: RunPaths) -> list[Check]:
-        """Everything that must hold for jobs like these to run here, each checked (``kubebench doctor``);
-        ``local``: a run's folders as kubebench sees them."""
-        return [Check("backend", "ok", "jobs run as processes of this machine")]
+    Config: ClassVar[type[PluginConfig]]
+    #: Wait-loop polling: first interval, growth factor and cap, in seconds.
+    poll_first: ClassVar[float] = 0.005
+    poll_factor: ClassVar[float] = 1.5
+    poll_max: ClassVar[float] = 1.0
 
-    @property
-    def queue_timeout(self) -> float | None:
-        """Seconds a job may wait to be admitted before its run times out; None: as long as it takes."""
-        return None
-
-    def prepare(self, manifest: dict[str, Any], paths: RunPaths) -> dict[str, Any]:
-        """Add what this backend needs to a rendered manifest (in place); ``paths`` as the job sees them."""
-        return manifest
-
-    def objects(self, manifest: dict[str, Any]) -> list[dict[str, Any]]:
-        """What submitting ``manifest`` creates (``kubebench render`` prints it): the manifest itself,
-        unless the backend carries it out as other objects."""
-        return [manifest]
-
-    def interrupt(self) -> None:
-        """Make every ``wait`` in progress, in any thread, cancel its job and raise KeyboardInterrupt."""
-        self._interrupted.set()
-
-    def abort(self) -> None:
-        """Stop every job in flight at once, without waiting (a second Ctrl-C): best effort, called
-        from a signal handler just before the process exits, so it must not block or take locks."""
-
-    def reclaim(self, leftovers: list[tuple[RenderedJob, RunPaths]]) -> None:
-        """Stop what a killed runner left running for these runs (their jobs as rendered now), so that
-        nothing of an earlier attempt writes into a run's folder once it is redone."""
-
-    def sleep(self, seconds: float) -> None:
-        """Sleep (between two attempts of a run); an interrupt ends it with KeyboardInterrupt."""
-        if self._interrupted.wait(seconds):
-            raise KeyboardInterrupt
-
-    def pause(self, handle: H, seconds: float) -> None:
-        """Sleep between two status checks; backends told of changes may wake up earlier."""
-        time.sleep(seconds)
-
-    def close(self) -> None:
-        """Release what the backend holds (connections, watches) once an experiment is done."""
+    def __init__(self, config: C) -> None:
+        super().__init__()
+        self.config: C = config
 
     def wait(self, handle: H, timeout: float) -> Outcome:
         """Wait until the job ends or ``timeout`` seconds pass after its admission (then stop it:
         state ``timeout``); a job still queued after ``queue_timeout`` times out too.
 
         Polls with exponential backoff, so short jobs are seen finishing at once and long ones
-        cost few calls. On an interrupt (Ctrl-C) the job is cancelled before the error goes on.
+        cost few calls. On an interrupt (Ctrl-C, a cancel) the job is cancelled before the error goes on.
         """
         submitted, interval = time.monotonic(), self.poll_first
         deadline: float | None = None
@@ -216,7 +235,7 @@ class Backend(ABC, Generic[H, C]):
         try:
             while True:
                 if self._interrupted.is_set():
-                    raise KeyboardInterrupt
+                    raise Cancelled
                 status, now = self.status(handle), time.monotonic()
                 if status.phase == "queued":  # the run's clock starts at admission
                     deadline, queued = None, now - submitted

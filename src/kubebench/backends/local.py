@@ -1,33 +1,36 @@
 """The embedded default: every replica of a job runs as a local process, with the environment
 that Kubeflow's operator would give its pod, so the same rendered job runs on Kubernetes unchanged.
+
+Each job kind has its driver (see :mod:`.processes`): :class:`ReplicaJobs` for the operators' kinds
+(every replica started at once), :class:`~.serving.ServingJobs` for ``kind: Serving``.
 """
 
 from __future__ import annotations
 
-import errno
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from ..errors import BackendError, InfrastructureError
+from ..errors import BackendError
 from ..paths import RunPaths
-from ..redact import job_environment
 from ..render.kinds import ReplicaGroup, replica_groups
 from ..spec.base import PluginConfig
 from . import orphans
 from .base import Backend, JobStatus, ProcessTelemetry
-from .reasons import exit_code, exit_reason
-
-LOCALHOST = "127.0.0.1"
-#: Errors of starting a process that say the machine is out of something, not that the job is wrong.
-_INFRASTRUCTURE_ERRNOS = frozenset({errno.EAGAIN, errno.ENOMEM, errno.EMFILE, errno.ENFILE})
+from .processes import (
+    LOCALHOST,
+    LocalDriver,
+    LocalJob,
+    ReplicaLaunch,
+    container_env,
+    ended,
+    free_port,
+    kill_all,
+    local_argv,
+    main_container,
+    start_error,
+)
+from .serving import ServingJobs
 
 if TYPE_CHECKING:
     from ..render.job import RenderedJob
@@ -41,36 +44,34 @@ class LocalConfig(PluginConfig):
     kill_grace: float = 3.0
 
 
-@dataclass(frozen=True)
-class ReplicaLaunch:
-    """One process to start: which replica it is, its argv and its extra environment."""
+class ReplicaJobs(LocalDriver[LocalJob]):
+    """The operators' kinds (PyTorchJob, TFJob, MPIJob, TrainJob, Job, Process): every replica at once."""
 
-    type: str
-    index: int
-    argv: tuple[str, ...]
-    env: dict[str, str]
+    def submit(self, job: RenderedJob, paths: RunPaths) -> LocalJob:
+        """Start every replica in its own process group, logging to ``output/<type>-<index>.log``."""
+        launches = plan_launches(job.manifest, Path(paths.config))
+        handle = self.track(LocalJob(self, run_folder=str(paths.run), run_id=paths.run_id))
+        try:
+            for launch in launches:
+                self.start(handle, launch, Path(paths.output), job.workdir)
+        except OSError as e:
+            self.cancel(handle)
+            raise start_error(e, f"{launch.name} ({launch.argv[0]})") from e
+        except BaseException:  # Ctrl-C between two starts: no replica may outlive its job
+            self.cancel(handle)
+            raise
+        return handle
 
-    @property
-    def name(self) -> str:
-        """``<replica-type>-<index>``, also the name of its log file."""
-        return f"{self.type}-{self.index}"
-
-
-@dataclass(eq=False)
-class LocalJob:
-    """Handle of a running local job."""
-
-    processes: list[tuple[ReplicaLaunch, subprocess.Popen]] = field(default_factory=list)
-    logs: list[IO[bytes]] = field(default_factory=list)
-    #: The run's folder and id, as in its replicas' environment: what finds what they left running.
-    run_folder: str = ""
-    run_id: str = ""
-    #: Processes found still running, and stopped, once the replicas were (``pid 123 (sleep)``).
-    escaped: list[str] = field(default_factory=list)
+    def status(self, handle: LocalJob) -> JobStatus:
+        """Failed as soon as one replica fails; succeeded when all have exited 0."""
+        return ended(handle)
 
 
 class LocalBackend(Backend[LocalJob, LocalConfig]):
-    """Runs replicas as process groups on this machine; stops them all on cancel or timeout."""
+    """Runs replicas as process groups on this machine; stops them all on cancel or timeout.
+
+    The job verbs go to the driver of the job's kind (``kinds``, else :class:`ReplicaJobs`), which
+    its handle carries from ``submit`` on."""
 
     Config = LocalConfig
     # Polling a child is one cheap waitpid: poll often so short runs are seen ending at once.
@@ -83,130 +84,53 @@ class LocalBackend(Backend[LocalJob, LocalConfig]):
         # Jobs started and not yet stopped, for abort(). Only set operations (atomic under the GIL)
         # touch it: abort() runs in a signal handler that may interrupt any of them.
         self._live: set[LocalJob] = set()
+        self.replicas = ReplicaJobs(config.kill_grace, self._live)
+        #: The driver of each job kind that is not run as :class:`ReplicaJobs` runs it.
+        self.kinds: dict[str, LocalDriver[Any]] = {"Serving": ServingJobs(config.kill_grace, self._live)}
 
     def job_paths(self, local: RunPaths) -> RunPaths:
         """Local processes see the same folders as kubebench."""
         return local
 
+    def driver_of(self, manifest: dict[str, Any]) -> LocalDriver[Any]:
+        """The driver of ``manifest``'s kind."""
+        return self.kinds.get(str(manifest.get("kind")), self.replicas)
+
     def submit(self, job: RenderedJob, paths: RunPaths) -> LocalJob:
-        """Start every replica in its own process group, logging to ``output/<type>-<index>.log``."""
-        if job.manifest.get("kind") == "Serving":
-            return self._submit_serving(job, paths)
-        launches = plan_launches(job.manifest, Path(paths.config))
-        handle = LocalJob(run_folder=str(paths.run), run_id=paths.run_id)
-        self._live.add(handle)
-        try:
-            for launch in launches:
-                log = open(Path(paths.output) / f"{launch.name}.log", "wb")
-                handle.logs.append(log)
-                process = subprocess.Popen(
-                    launch.argv,
-                    env={**job_environment(os.environ), **launch.env},  # no token, no store credentials
-                    cwd=job.workdir,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,  # its own process group, so that it can be stopped whole
-                )
-                handle.processes.append((launch, process))
-        except OSError as e:
-            self.cancel(handle)
-            error = InfrastructureError if e.errno in _INFRASTRUCTURE_ERRNOS else BackendError
-            raise error(f"cannot start {launch.name} ({launch.argv[0]}): {e.strerror or e}") from e
-        except BaseException:  # Ctrl-C between two starts: no replica may outlive its job
-            self.cancel(handle)
-            raise
-        return handle
-
-    def _submit_serving(self, job: RenderedJob, paths: RunPaths) -> LocalJob:
-        """``kind: Serving``: servers now, the load generator once they are ready (see :mod:`.serving`)."""
-        from .serving import ServingJob, submit_serving
-
-        handle = ServingJob(run_folder=str(paths.run), run_id=paths.run_id)
-        self._live.add(handle)
-        try:
-            return submit_serving(job.manifest, Path(paths.output), job.workdir, handle)
-        except OSError as e:
-            self.cancel(handle)
-            error = InfrastructureError if e.errno in _INFRASTRUCTURE_ERRNOS else BackendError
-            raise error(f"cannot start the server: {e.strerror or e}") from e
-        except BaseException:
-            self.cancel(handle)
-            raise
+        """Start the job as its kind's driver does."""
+        return self.driver_of(job.manifest).submit(job, paths)
 
     def status(self, handle: LocalJob) -> JobStatus:
-        """Failed as soon as one replica fails; succeeded when all have exited 0."""
-        from .serving import ServingJob  # here: .serving builds on this module
-
-        if isinstance(handle, ServingJob):  # servers, readiness, then its load generator
-            return handle.status()
-        running = False
-        for launch, process in handle.processes:
-            code = process.poll()
-            if code is None:
-                running = True
-            elif code != 0:
-                return JobStatus("failed", exit_code(code), f"{launch.name} {exit_reason(code)}")
-        return JobStatus("running") if running else JobStatus("succeeded", 0)
+        """The job's phase, as its kind's driver reads it from its processes."""
+        return handle.driver.status(handle)
 
     def collect(self, handle: LocalJob, paths: RunPaths) -> list[str]:
-        """Logs are written in place; only close the files."""
-        _close_logs(handle)
-        return []
+        """Logs are written in place (see ``LocalDriver.collect``)."""
+        return handle.driver.collect(handle)
+
+    def release(self, handle: LocalJob) -> None:
+        """What the ended job still holds (see ``LocalDriver.release``)."""
+        handle.driver.release(handle)
+
+    def cancel(self, handle: LocalJob) -> None:
+        """Stop every process group of the job (see ``LocalDriver.cancel``)."""
+        handle.driver.cancel(handle)
+
+    def finished(self, handle: LocalJob) -> str | None:
+        """Stop what is left of the ended job (see ``LocalDriver.finished``)."""
+        return handle.driver.finished(handle)
 
     def telemetry(self, handle: LocalJob) -> ProcessTelemetry:
         """The replicas' processes, sampled on this machine."""
         return ProcessTelemetry(tuple(process.pid for _, process in handle.processes))
 
-    def cancel(self, handle: LocalJob) -> None:
-        """SIGTERM every replica's process group, then SIGKILL what is left after the grace."""
-        groups = [p.pid for _, p in handle.processes]
-        _signal_groups(groups, signal.SIGTERM)
-        deadline = time.monotonic() + self.config.kill_grace
-        for _, process in handle.processes:
-            try:
-                process.wait(timeout=max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                pass
-        _signal_groups(groups, signal.SIGKILL)
-        for _, process in handle.processes:
-            process.wait()
-        if groups:  # and what left the replicas' groups (a daemon started with setsid)
-            handle.escaped += orphans.stop_escaped(handle.run_folder, handle.run_id, min(groups), set(groups))
-        _close_logs(handle)
-        self._live.discard(handle)
-
-    def finished(self, handle: LocalJob) -> str | None:
-        """Stop the other replicas of a failed job, and anything a replica left behind; say what
-        had left the replicas' process groups and was still running (it would skew the next runs)."""
-        self.cancel(handle)
-        if not handle.escaped:
-            return None
-        more = len(handle.escaped) - 5
-        shown = ", ".join(handle.escaped[:5]) + (f" and {more} more" if more > 0 else "")
-        return f"stopped {len(handle.escaped)} process(es) still running after the job ended: {shown}"
-
     def abort(self) -> None:
         """SIGKILL the process group of every replica started and not yet stopped; wait for none."""
-        for handle in list(self._live):
-            _signal_groups([p.pid for _, p in list(handle.processes)], signal.SIGKILL)
+        kill_all(self._live)
 
     def reclaim(self, leftovers: list[tuple[RenderedJob, RunPaths]]) -> None:
         """Kill the processes a killed runner left running in these runs (see :mod:`.orphans`)."""
         orphans.stop({str(paths.run) for _, paths in leftovers})
-
-
-def _close_logs(handle: LocalJob) -> None:
-    for log in handle.logs:
-        log.close()
-
-
-def _signal_groups(groups: list[int], sig: signal.Signals) -> None:
-    for pgid in groups:
-        try:
-            os.killpg(pgid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass  # the whole group has already exited
 
 
 def plan_launches(manifest: dict, config_dir: Path) -> list[ReplicaLaunch]:
@@ -219,37 +143,14 @@ def plan_launches(manifest: dict, config_dir: Path) -> list[ReplicaLaunch]:
     for rank, (group, index) in enumerate(replicas):
         if kind == "MPIJob" and group.type == "worker":
             continue  # an MPI worker only hosts the ranks that mpirun starts (on a cluster: sshd)
-        container = _main_container(group)
+        container = main_container(group)
         argv = tuple(container.get("command") or ()) + tuple(container.get("args") or ())
         if not argv:
             raise BackendError(f"{group.type}-{index}: no command; the local backend cannot run an image's entrypoint")
-        env = {**_container_env(container), **operator_env(rank, group.type, index)}
+        env = {**container_env(container), **operator_env(rank, group.type, index)}
         env |= {"KUBEBENCH_REPLICA_TYPE": group.type, "KUBEBENCH_REPLICA_INDEX": str(index)}
-        launches.append(ReplicaLaunch(group.type, index, _local_argv(argv), env))
+        launches.append(ReplicaLaunch(group.type, index, local_argv(argv), env))
     return launches
-
-
-def _main_container(group: ReplicaGroup) -> dict:
-    containers = group.template.get("spec", {}).get("containers") or []
-    if not containers:
-        raise BackendError(f"replica type {group.type!r} has no containers")
-    return containers[0]
-
-
-def _container_env(container: dict) -> dict[str, str]:
-    return {e["name"]: str(e.get("value", "")) for e in container.get("env") or [] if "name" in e}
-
-
-def _local_argv(argv: tuple[str, ...]) -> tuple[str, ...]:
-    # The image's `python` is this interpreter locally, so that workloads see kubebench's packages.
-    if argv[0] in ("python", "python3"):
-        return (sys.executable, *argv[1:])
-    if argv[0] in ("mpirun", "mpiexec"):
-        # An MPI launcher's program is the first bare `python` after its options (`mpirun -np 2 python …`).
-        first = next((i for i, a in enumerate(argv) if a in ("python", "python3")), None)
-        if first is not None:
-            return (*argv[:first], sys.executable, *argv[first + 1:])
-    return argv
 
 
 def _operator_env(kind: str | None, replicas: list[tuple[ReplicaGroup, int]], config_dir: Path):
@@ -299,10 +200,3 @@ def _mpi_env(replicas: list[tuple[ReplicaGroup, int]], config_dir: Path) -> dict
         "OMPI_ALLOW_RUN_AS_ROOT": "1",
         "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
     }
-
-
-def free_port() -> int:
-    """A TCP port free on loopback right now."""
-    with socket.socket() as s:
-        s.bind((LOCALHOST, 0))
-        return s.getsockname()[1]

@@ -9,29 +9,34 @@ load generator fails.
 
 from __future__ import annotations
 
-import os
-import subprocess
 import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import TYPE_CHECKING
 
 from ..errors import BackendError
-from ..redact import job_environment
+from ..render.kinds import ReplicaGroup
 from ..render.serving import HOST_VAR, LOAD, PORT_VAR, SERVER, URL_VAR, expand_vars
 from .base import JobStatus
-from .local import (
+from .processes import (
     LOCALHOST,
+    LocalDriver,
     LocalJob,
     ReplicaLaunch,
-    _container_env,
-    _local_argv,
-    _main_container,
+    container_env,
+    ended,
     free_port,
+    local_argv,
+    main_container,
+    start_error,
 )
 from .reasons import exit_code, exit_reason
+
+if TYPE_CHECKING:
+    from ..paths import RunPaths
+    from ..render.job import RenderedJob
 
 
 @dataclass(eq=False)
@@ -44,37 +49,51 @@ class ServingJob(LocalJob):
     startup_timeout: float = 0.0
     loading: bool = False
     last_probe: str = ""
-    start_process: object = None  # (launch) -> Popen, bound by the backend
+    #: Where the load generator's replicas log, and run from, once they start.
+    output: Path = Path()
+    workdir: Path = Path()
 
-    def status(self) -> JobStatus:
+
+class ServingJobs(LocalDriver[ServingJob]):
+    """``kind: Serving``: servers now, the load generator once they are ready."""
+
+    def submit(self, job: RenderedJob, paths: RunPaths) -> ServingJob:
+        """Start the servers of the job; the load generator starts from ``status`` once they are ready."""
+        handle = self.track(ServingJob(self, run_folder=str(paths.run), run_id=paths.run_id,
+                                       output=Path(paths.output), workdir=job.workdir))
+        try:
+            servers, handle.loads, handle.ready_urls, timeout = plan_serving(job.manifest)
+            handle.startup_timeout, handle.ready_by = timeout, time.monotonic() + timeout
+            for launch in servers:
+                self.start(handle, launch, handle.output, handle.workdir)
+        except OSError as e:
+            self.cancel(handle)
+            raise start_error(e, "the server") from e
+        except BaseException:
+            self.cancel(handle)
+            raise
+        return handle
+
+    def status(self, handle: ServingJob) -> JobStatus:
         """Starting (waiting for readiness), running the load, or done as the load generator ends."""
-        for launch, process in self.processes:
+        for launch, process in handle.processes:
             code = process.poll()
             if launch.type == SERVER and code is not None:
                 return JobStatus("failed", exit_code(code),
                                  f"{launch.name} {exit_reason(code)} before the load generator was done")
-        if not self.loading:
-            return self._starting()
-        running = False
-        for launch, process in self.processes:
-            if launch.type != LOAD:
-                continue
-            code = process.poll()
-            if code is None:
-                running = True
-            elif code != 0:
-                return JobStatus("failed", exit_code(code), f"{launch.name} {exit_reason(code)}")
-        return JobStatus("running") if running else JobStatus("succeeded", 0)
+        if not handle.loading:
+            return self._starting(handle)
+        return ended(handle, frozenset({LOAD}))
 
-    def _starting(self) -> JobStatus:
-        if all(_ready(url, self) for url in self.ready_urls):
-            for launch in self.loads:
-                self.start_process(launch)  # type: ignore[operator]
-            self.loading = True
+    def _starting(self, handle: ServingJob) -> JobStatus:
+        if all(_ready(url, handle) for url in handle.ready_urls):
+            for launch in handle.loads:
+                self.start(handle, launch, handle.output, handle.workdir)
+            handle.loading = True
             return JobStatus("running")
-        if time.monotonic() > self.ready_by:
-            return JobStatus("failed", None, f"the server was not ready after {self.startup_timeout:g}s "
-                                             f"({self.last_probe or 'no answer'})")
+        if time.monotonic() > handle.ready_by:
+            return JobStatus("failed", None, f"the server was not ready after {handle.startup_timeout:g}s "
+                                             f"({handle.last_probe or 'no answer'})")
         return JobStatus("running")
 
 
@@ -100,7 +119,7 @@ def plan_serving(manifest: dict) -> tuple[list[ReplicaLaunch], list[ReplicaLaunc
     for index in range(int(server.get("replicas", 1))):
         container = _main_container_of(server, SERVER)
         port = free_port()
-        env = {**_container_env(container), PORT_VAR: str(port), HOST_VAR: LOCALHOST,
+        env = {**container_env(container), PORT_VAR: str(port), HOST_VAR: LOCALHOST,
                "KUBEBENCH_REPLICA_TYPE": SERVER, "KUBEBENCH_REPLICA_INDEX": str(index)}
         servers.append(ReplicaLaunch(SERVER, index, _argv(container, env, SERVER, index), env))
         urls.append(f"http://{LOCALHOST}:{port}{server.get('apiPath', '/v1')}")
@@ -108,41 +127,18 @@ def plan_serving(manifest: dict) -> tuple[list[ReplicaLaunch], list[ReplicaLaunc
     loads = []
     for index in range(int(load.get("replicas", 1))):
         container = _main_container_of(load, LOAD)
-        env = {**_container_env(container), URL_VAR: ",".join(urls),
+        env = {**container_env(container), URL_VAR: ",".join(urls),
                "KUBEBENCH_REPLICA_TYPE": LOAD, "KUBEBENCH_REPLICA_INDEX": str(index), "JOB_COMPLETION_INDEX": str(index)}
         loads.append(ReplicaLaunch(LOAD, index, _argv(container, env, LOAD, index), env))
     return servers, loads, ready, float(server.get("startupTimeoutSeconds", 600))
 
 
 def _main_container_of(role: dict, name: str) -> dict:
-    from ..render.kinds import ReplicaGroup
-
-    return _main_container(ReplicaGroup(name, 1, role.get("template") or {}))
+    return main_container(ReplicaGroup(name, 1, role.get("template") or {}))
 
 
 def _argv(container: dict, env: dict[str, str], role: str, index: int) -> tuple[str, ...]:
     argv = tuple(container.get("command") or ()) + tuple(container.get("args") or ())
     if not argv:
         raise BackendError(f"{role}-{index}: no command; the local backend cannot run an image's entrypoint")
-    return _local_argv(expand_vars(argv, env))
-
-
-def submit_serving(manifest: dict, output: Path, workdir: Path, handle: ServingJob) -> ServingJob:
-    """Start the servers of ``manifest``; the load generator starts from ``status`` once they are ready."""
-    servers, loads, ready, timeout = plan_serving(manifest)
-    handle.loads, handle.ready_urls = loads, ready
-    handle.startup_timeout, handle.ready_by = timeout, time.monotonic() + timeout
-
-    def start(launch: ReplicaLaunch) -> None:
-        log: IO[bytes] = open(output / f"{launch.name}.log", "wb")
-        handle.logs.append(log)
-        process = subprocess.Popen(
-            launch.argv, env={**job_environment(os.environ), **launch.env}, cwd=workdir, stdin=subprocess.DEVNULL,
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )
-        handle.processes.append((launch, process))
-
-    handle.start_process = start
-    for launch in servers:
-        start(launch)
-    return handle
+    return local_argv(expand_vars(argv, env))

@@ -82,7 +82,7 @@ def _execute(experiment, config, console, metrics_port: Optional[int] = None) ->
     try:
         with stop_signals(cancel, exp_id), RichProgress(console) as progress:
             execute(experiment, store, progress, cancel=cancel)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C, or Cancelled (SIGINT, SIGTERM through stop_signals)
         signum = cancel.signal or signal.SIGINT
         make_console(stderr=True).print(f"interrupted ({signal.Signals(signum).name}): the runs in flight were "
                                         f"cancelled; resume with --id {exp_id}", soft_wrap=True, markup=False)
