@@ -129,7 +129,7 @@ def test_an_mpijobs_workers_stop_with_its_launcher_even_when_nothing_deletes_the
         while [p for p in job.replicas if p.type == "worker"] and time.monotonic() < deadline:
             time.sleep(0.05)
         stopped.append(not [p for p in job.replicas if p.type == "worker"])
-        self._release(handle)  # forgotten, not deleted
+        self.watches.forget(handle)  # forgotten, not deleted
 
     monkeypatch.setattr(KubernetesBackend, "release", release)
     (run,) = run_spec(job_spec("MPIJob", 2, REPORT)).runs

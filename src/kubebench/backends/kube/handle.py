@@ -1,19 +1,42 @@
-"""The handle of a job on the cluster, as the Kubernetes backend returns it from ``submit``."""
+"""The seam between the Kubernetes backend and its job kinds: a job kind's driver
+(:class:`KindDriver`, the job verbs for that kind), the handle of one run on the cluster
+(:class:`KubeJob`, which carries its driver from ``submit`` on), what a driver is given to submit
+(:class:`Submission`), and the labels that tie the cluster's objects to their experiment, run and
+submission. The backend never looks at a handle's kind: it asks ``handle.driver``.
+"""
 
 from __future__ import annotations
 
 import threading
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
 
+from ...render import kinds
+from ..base import JobStatus
 from .api import Resource
 from .logs import RunLogs
 from .stuck import Problems
 
+if TYPE_CHECKING:
+    from ...render.job import RenderedJob
+    from .config import KubernetesConfig
+
+EXPERIMENT_LABEL = kinds.LABEL_PREFIX + "experiment"
+RUN_LABEL = kinds.LABEL_PREFIX + "run"
+#: Annotation telling kubebench's own create from an object of the same name left over earlier.
+SUBMISSION_ANNOTATION = "kubebench.io/submission"
+#: Label (on the job's pod templates, so on its pods) telling this submission's pods from those of
+#: an earlier attempt at the same run (same job name, same run label); the job carries it as annotation.
+SUBMISSION_LABEL = SUBMISSION_ANNOTATION
+
 
 @dataclass(eq=False)
 class KubeJob:
-    """Handle of a job on the cluster."""
+    """Handle of a job on the cluster; ``driver``: its kind's, which answers the job verbs for it."""
 
+    driver: KindDriver[Self]
     name: str
     namespace: str
     resource: Resource
@@ -55,3 +78,73 @@ class KubeJob:
     def stuck(self) -> bool:
         """Whether the run failed for a pod or job that could not start."""
         return self.problems.stuck
+
+    def owns(self, pod: dict[str, Any]) -> bool:
+        """Whether a pod belongs to this submission, not to an earlier attempt at the same run."""
+        return ((pod.get("metadata") or {}).get("labels") or {}).get(SUBMISSION_LABEL) == self.token
+
+
+J = TypeVar("J", bound=KubeJob)
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One run's job to create: its manifest (prepared, and marked with the submission's ``token``
+    on the object and on its pod templates), the job's name, the run, where its logs go, and the
+    experiment's label selector (what the shared watches follow)."""
+
+    manifest: dict[str, Any]
+    name: str
+    run_id: str
+    output: Path
+    selector: str
+    token: str
+
+
+class KindDriver(ABC, Generic[J]):
+    """The job verbs of one job kind on the cluster, for its handles ``J``.
+
+    What every kind shares (the watches, the log streams, the job object's phase) is in
+    :class:`~.driver.ClusterDriver`; a new kind subclasses it and is registered by its manifest
+    ``kind`` in ``KubernetesBackend.kinds``.
+    """
+
+    @abstractmethod
+    def prepare(self, manifest: dict[str, Any], config: KubernetesConfig) -> None:
+        """Refuse what this kind cannot do with these options (a SpecError), add what it needs."""
+
+    @abstractmethod
+    def objects(self, manifest: dict[str, Any]) -> list[dict[str, Any]]:
+        """What submitting ``manifest`` creates (``kubebench render`` prints it)."""
+
+    @abstractmethod
+    def resources(self, manifest: dict[str, Any]) -> list[Resource]:
+        """The kinds of object a run of ``manifest`` creates and follows (checked before it runs)."""
+
+    @abstractmethod
+    def submit(self, submission: Submission) -> J:
+        """Create the run's objects (the shared watches started first); its handle."""
+
+    @abstractmethod
+    def status(self, handle: J) -> JobStatus:
+        """The run's phase, from the watches' cache."""
+
+    @abstractmethod
+    def collect(self, handle: J) -> list[str]:
+        """Each replica's log into the run's ``output/``; warnings for what could not be read."""
+
+    @abstractmethod
+    def release(self, handle: J) -> None:
+        """Delete (or, with ``keep_jobs``, keep) what the ended run created, once its logs are in."""
+
+    @abstractmethod
+    def cancel(self, handle: J) -> None:
+        """Delete everything the run created; safe to call twice."""
+
+    @abstractmethod
+    def reclaim(self, job: RenderedJob) -> None:
+        """Delete what an earlier attempt at this run left running (``job``: as rendered now)."""
+
+    def pause(self, handle: J, seconds: float) -> float:
+        """How long the wait loop may sleep before the next status check (at most ``seconds``)."""
+        return seconds

@@ -19,7 +19,7 @@ from ...errors import BackendError, KubebenchError, PreflightError
 from ...render import versions
 from ..base import Check
 from . import objects
-from .api import DEPLOYMENTS, JOBS, SERVICES, Api, Resource, resource_of
+from .api import JOBS, SERVICES, Api, Resource
 
 if TYPE_CHECKING:
     from .config import KubernetesConfig
@@ -63,29 +63,23 @@ def server_version(api: Api) -> versions.Version | None:
     return versions.of_server(api.version())
 
 
-def check(api: Api, namespace: str, manifests: list[dict[str, Any]], version: versions.Version | None) -> None:
-    """The cheap checks every run starts with (see the module's docstring); ``version``: the
-    cluster's Kubernetes version, which must have every field the jobs set."""
+def check(api: Api, namespace: str, manifests: list[dict[str, Any]], resources: list[Resource],
+          version: versions.Version | None) -> None:
+    """The cheap checks every run starts with (see the module's docstring); ``resources``: the kinds
+    of object the jobs create (as their kinds' drivers say); ``version``: the cluster's Kubernetes
+    version, which must have every field the jobs set."""
     versions.require(manifests, version)
     if api.namespace_exists(namespace) is False:
         raise PreflightError(f"namespace {namespace!r} does not exist on the cluster at {api.host}: "
                              f"kubectl create namespace {namespace}, or set backend.namespace")
-    for resource in resources(manifests):
+    for resource in resources:
         why = objects.not_served(api, resource)
         if why:
             raise PreflightError(why)
 
 
-def resources(manifests: list[dict[str, Any]]) -> list[Resource]:
-    """The kinds of object the jobs create: a Serving job's Service, Deployment and Job."""
-    found: list[Resource] = []
-    for manifest in manifests:
-        found += [SERVICES, DEPLOYMENTS, JOBS] if manifest.get("kind") == "Serving" else [resource_of(manifest)]
-    return list(dict.fromkeys(found))
-
-
 def doctor(api: Api, config: KubernetesConfig, namespace: str, manifests: list[dict[str, Any]],
-           local_root: Path, probe_image: str, ships_spec: bool = False) -> list[Check]:
+           resources: list[Resource], local_root: Path, probe_image: str, ships_spec: bool = False) -> list[Check]:
     """Every check, each a :class:`Check` (a failed one does not stop the others); ``ships_spec``:
     the runner makes the ConfigMap of the spec's folder itself."""
     checks = [Check("cluster", "ok", f"API server at {api.host}"), _version(api, config, manifests)]
@@ -93,10 +87,10 @@ def doctor(api: Api, config: KubernetesConfig, namespace: str, manifests: list[d
     checks.append(Check("namespace", "ok" if found else "warn" if found is None else "fail",
                         namespace if found else "cannot tell (may not read namespaces)" if found is None
                         else f"{namespace!r} does not exist"))
-    for resource in resources(manifests):
+    for resource in resources:
         why = objects.not_served(api, resource)
         checks.append(Check(f"{resource.kind} ({resource.api_version})", "fail" if why else "ok", why or "served"))
-    checks += _access(api, config, namespace, manifests, ships_spec)
+    checks += _access(api, config, namespace, resources, ships_spec)
     checks.append(_claim(api, config, namespace))
     checks.append(_probe(api, config, namespace, local_root, probe_image))
     if config.queue:
@@ -124,10 +118,10 @@ def _version(api: Api, config: KubernetesConfig, manifests: list[dict[str, Any]]
     return Check("Kubernetes version", "ok", shown)
 
 
-def _access(api: Api, config: KubernetesConfig, namespace: str, manifests: list[dict[str, Any]],
+def _access(api: Api, config: KubernetesConfig, namespace: str, resources: list[Resource],
             ships_spec: bool) -> list[Check]:
     """A SelfSubjectAccessReview for every verb kubebench uses."""
-    needed = [(verb, r.group, r.plural, f"running {r.kind}s") for r in resources(manifests)
+    needed = [(verb, r.group, r.plural, f"running {r.kind}s") for r in resources
               for verb in (SERVICE_VERBS if r == SERVICES else JOB_VERBS)]
     needed += list(OTHER_VERBS)
     if config.keep_jobs:

@@ -16,27 +16,26 @@ followed through the experiment's shared watches (Deployments, Jobs, pods): wait
 
 from __future__ import annotations
 
-import logging
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...errors import BackendError
+from ...errors import BackendError, SpecError
 from ...render.serving import LOAD, ROLE, SERVER, kubernetes_objects
 from ..base import JobStatus
 from ..reasons import exit_reason
 from . import objects, status as st
 from .api import DEPLOYMENTS, JOBS, PODS, SERVICES, Resource
-from .handle import KubeJob
+from .config import KubernetesConfig
+from .driver import ClusterDriver
+from .handle import SUBMISSION_ANNOTATION, KubeJob, Submission
+from .informer import Informer
 from .logs import RunLogs
 from .stuck import StuckCheck
 
 if TYPE_CHECKING:
-    from .backend import KubernetesBackend
-    from .informer import Informer
+    from ...render.job import RenderedJob
 
-log = logging.getLogger("kubebench")
 #: What a Serving run creates, in creation order, by the kind of each object.
 RESOURCES = {"Service": SERVICES, "Deployment": DEPLOYMENTS, "Job": JOBS}
 
@@ -75,58 +74,162 @@ class ServingJob(KubeJob):
         return [(RESOURCES[doc["kind"]], doc["metadata"]["name"]) for doc in (self.load, self.deployment, self.service)]
 
 
-def submit(backend: KubernetesBackend, manifest: dict[str, Any], run_id: str, output: Path, selector: str,
-           token: str) -> ServingJob:
-    """Create the Service and the Deployment of a Serving manifest (decorated and labelled with the
-    submission's ``token``); the load Job is created by :func:`status` once the server is ready."""
-    deployment, service, load = kubernetes_objects(manifest)
-    for doc in (deployment, service, load):
-        doc["metadata"].setdefault("annotations", {})[objects.SUBMISSION_ANNOTATION] = token
-    spec = manifest["spec"]
-    main = frozenset(c["name"] for role in (SERVER, LOAD) for c in spec[role]["template"]["spec"]["containers"])
-    handle = ServingJob(load["metadata"]["name"], backend.namespace, JOBS, run_id, selector,
-                        int(load["spec"]["completions"]), token, main, service=service, deployment=deployment,
-                        load=load, startup_timeout=float(spec[SERVER].get("startupTimeoutSeconds", 600)))
-    for resource in RESOURCES.values():
-        backend._check_served(resource)
-    handle.logs = RunLogs(backend.api, handle.namespace, output, main, handle.replica_name)
-    for resource in (DEPLOYMENTS, JOBS, PODS):
-        backend._informer(handle, resource)
-    backend._track(handle)
-    try:
-        for doc in (service, deployment):  # the Service first: its name resolves from the start
-            _create(backend, handle, doc)
-    except BaseException:
-        cancel(backend, handle)
-        raise
-    return handle
+class ServingJobs(ClusterDriver[ServingJob]):
+    """The driver of ``kind: Serving`` (see the module's docstring)."""
 
+    def prepare(self, manifest: dict[str, Any], config: KubernetesConfig) -> None:
+        """A Serving run is not queued: Kueue would admit its load generator's Job, not its server."""
+        if config.queue:
+            raise SpecError("backend.queue: a kind: Serving job is not queued (Kueue would admit its load "
+                            "generator's Job, not its server's Deployment); drop the queue for this benchmark")
 
-def _create(backend: KubernetesBackend, handle: ServingJob, doc: dict[str, Any]) -> str | None:
-    target = KubeJob(doc["metadata"]["name"], handle.namespace, RESOURCES[doc["kind"]], handle.run_id, "", 0)
-    uid = objects.create(backend.api, target, doc, handle.token)["metadata"].get("uid")
-    handle.created[doc["kind"]] = uid or ""
-    return uid
+    def objects(self, manifest: dict[str, Any]) -> list[dict[str, Any]]:
+        """A Deployment, a Service and a load Job."""
+        return kubernetes_objects(manifest)
 
+    def resources(self, manifest: dict[str, Any]) -> list[Resource]:
+        """Its Service, Deployment and Job."""
+        return [SERVICES, DEPLOYMENTS, JOBS]
 
-def status(backend: KubernetesBackend, handle: ServingJob) -> JobStatus:
-    """Starting (until the server is ready, then the load Job is created), then the load Job's
-    phase; a server that exits, is stopped by the cluster or is deleted fails the run."""
-    deployments, jobs = backend._informer(handle, DEPLOYMENTS), backend._informer(handle, JOBS)
-    backend._check_informers(deployments, jobs, backend._informer(handle, PODS))
-    pods = backend._observe(handle, backend._run_pods(handle))
-    servers = sorted((p for p in pods if _role(p) == SERVER), key=_creation)
-    for pod in servers:
-        handle.replica_name(pod)  # numbered in creation order
-    if handle.admitted_at is None:
-        handle.admitted_at = time.monotonic()
-        handle.ready_by = handle.admitted_at + handle.startup_timeout
-    failed = _server_failed(handle, deployments, servers)
-    if failed is not None:
-        return failed
-    if handle.loading:
-        return backend._job_status(handle, jobs, [p for p in pods if _role(p) == LOAD])
-    return _starting(backend, handle, deployments.get(handle.deployment["metadata"]["name"]), servers)
+    def submit(self, submission: Submission) -> ServingJob:
+        """Create the Service and the Deployment of a Serving manifest (decorated and labelled with the
+        submission's token); the load Job is created by :meth:`status` once the server is ready."""
+        manifest, token = submission.manifest, submission.token
+        deployment, service, load = kubernetes_objects(manifest)
+        for doc in (deployment, service, load):
+            doc["metadata"].setdefault("annotations", {})[SUBMISSION_ANNOTATION] = token
+        spec = manifest["spec"]
+        main = frozenset(c["name"] for role in (SERVER, LOAD) for c in spec[role]["template"]["spec"]["containers"])
+        handle = ServingJob(self, load["metadata"]["name"], self.cluster.namespace, JOBS, submission.run_id,
+                            submission.selector, int(load["spec"]["completions"]), token, main, service=service,
+                            deployment=deployment, load=load,
+                            startup_timeout=float(spec[SERVER].get("startupTimeoutSeconds", 600)))
+        for resource in RESOURCES.values():
+            self.cluster.check_served(resource)
+        handle.logs = RunLogs(self.cluster.api, handle.namespace, submission.output, main, handle.replica_name)
+        for resource in (DEPLOYMENTS, JOBS, PODS):
+            self.watches.informer(handle, resource)
+        self.watches.track(handle)
+        try:
+            for doc in (service, deployment):  # the Service first: its name resolves from the start
+                self._create(handle, doc)
+        except BaseException:
+            self.cancel(handle)
+            raise
+        return handle
+
+    def _create(self, handle: ServingJob, doc: dict[str, Any]) -> str | None:
+        created = objects.create(self.cluster.api, RESOURCES[doc["kind"]], handle.namespace, doc, handle.token)
+        uid = created["metadata"].get("uid")
+        handle.created[doc["kind"]] = uid or ""
+        return uid
+
+    def status(self, handle: ServingJob) -> JobStatus:
+        """Starting (until the server is ready, then the load Job is created), then the load Job's
+        phase; a server that exits, is stopped by the cluster or is deleted fails the run."""
+        deployments, jobs = self.watches.informer(handle, DEPLOYMENTS), self.watches.informer(handle, JOBS)
+        self.watches.healthy(deployments, jobs, self.watches.informer(handle, PODS))
+        pods = self.watches.pods(handle)
+        servers = sorted((p for p in pods if _role(p) == SERVER), key=_creation)
+        for pod in servers:
+            handle.replica_name(pod)  # numbered in creation order
+        if handle.admitted_at is None:
+            handle.admitted_at = time.monotonic()
+            handle.ready_by = handle.admitted_at + handle.startup_timeout
+        failed = _server_failed(handle, deployments, servers)
+        if failed is not None:
+            return failed
+        if handle.loading:
+            return self.job_status(handle, jobs, [p for p in pods if _role(p) == LOAD])
+        return self._starting(handle, deployments.get(handle.deployment["metadata"]["name"]), servers)
+
+    def _starting(self, handle: ServingJob, deployment: dict | None, servers: list[dict]) -> JobStatus:
+        wanted = int(handle.deployment["spec"].get("replicas", 1))
+        if deployment is not None and _ready_replicas(deployment) >= wanted:
+            handle.uid = self._create(handle, handle.load)
+            handle.created["Job"] = handle.uid or ""
+            # from here the run is the load Job's: its pods' problems count from its creation
+            handle.loading, handle.admitted_at = True, time.monotonic()
+            return JobStatus("running")
+        if deployment is not None:
+            stuck = StuckCheck(self.cluster.api, self.cluster.config).check(
+                handle.problems, handle.namespace, deployment, servers, handle.admitted_at or time.monotonic(),
+                lambda: [p for p in self.watches.list_pods(handle) if _role(p) == SERVER])
+            if stuck:
+                return JobStatus("failed", None, stuck)
+        if time.monotonic() >= handle.ready_by:
+            why = self._not_ready(handle, servers, wanted)
+            return JobStatus("failed", None, f"the server was not ready after {_seconds(handle.startup_timeout)}: {why}")
+        return JobStatus("running")
+
+    def _not_ready(self, handle: ServingJob, servers: list[dict], wanted: int) -> str:
+        """What the server pods showed: each unready one's phase and its latest warning event."""
+        if handle.problems.seen:
+            return handle.problems.first()
+        live = [p for p in servers if not p["metadata"].get("deletionTimestamp")]
+        unready = [p for p in live if not _pod_ready(p)]
+        if not unready:
+            return f"{len(live)} of {wanted} server pods created"
+        return "; ".join(self._describe(handle, pod) for pod in unready[:3])
+
+    def _describe(self, handle: ServingJob, pod: dict[str, Any]) -> str:
+        status = pod.get("status") or {}
+        text = f"{handle.replica_name(pod)} (pod {pod['metadata']['name']}) {status.get('phase', 'Pending')}, not Ready"
+        for container in status.get("containerStatuses") or []:
+            waiting = (container.get("state") or {}).get("waiting")
+            if waiting and waiting.get("reason"):
+                text += f" ({container['name']} {waiting['reason']})"
+        uid = pod["metadata"].get("uid")
+        try:
+            events = self.cluster.api.events(handle.namespace, uid) if uid else []
+        except BackendError:
+            events = []
+        warnings = [e for e in events if e.get("type") == "Warning"]
+        if warnings:  # the latest (timestamps are whole seconds: the last listed of the latest second)
+            latest = sorted(warnings, key=lambda e: e.get("lastTimestamp") or e.get("firstTimestamp") or "")[-1]
+            text += f": {latest.get('reason')}: {' '.join(str(latest.get('message', '')).split())[:300]}"
+        return text
+
+    def pause(self, handle: ServingJob, seconds: float) -> float:
+        """A server still starting: at most until its startup timeout."""
+        if not handle.loading and handle.ready_by:
+            return min(seconds, max(0.0, handle.ready_by - time.monotonic()) + 0.01)
+        return seconds
+
+    def cancel(self, handle: ServingJob) -> None:
+        """Delete every object of the run (its pods go with them); one that cannot be deleted is
+        logged, and the others are deleted all the same."""
+        if not handle.deleted:
+            for resource, name in handle.objects():
+                if resource == JOBS and "Job" not in handle.created:
+                    continue
+                self.delete(handle, resource, name)
+            handle.deleted = True
+        self.watches.drop(handle, DEPLOYMENTS, [handle.deployment["metadata"]["name"]])
+        self.watches.forget(handle)
+
+    def release(self, handle: ServingJob) -> None:
+        """Delete the run's objects; with ``keep_jobs`` keep the load Job (unless the run was stuck or
+        timed out) and delete only its pods still running: the server is deleted all the same, as it
+        holds its GPUs."""
+        if handle.deleted or not self.cluster.config.keep_jobs or handle.stuck or handle.timed_out \
+                or not handle.loading:
+            return self.cancel(handle)
+        for resource, name in handle.objects()[1:]:
+            self.delete(handle, resource, name)
+        for pod in handle.seen.values():
+            if _role(pod) == LOAD and (pod.get("status") or {}).get("phase") in ("Running", "Pending", None) \
+                    and not pod["metadata"].get("deletionTimestamp"):
+                self.delete(handle, PODS, pod["metadata"]["name"])
+        self.watches.drop(handle, DEPLOYMENTS, [handle.deployment["metadata"]["name"]])
+        self.watches.forget(handle)
+
+    def reclaim(self, job: RenderedJob) -> None:
+        """Delete the server an earlier attempt at this run left behind, and its load Job first if it
+        runs (one that has ended is left to :meth:`submit`, which replaces it)."""
+        for doc in reversed(kubernetes_objects(job.manifest)):
+            resource = RESOURCES[doc["kind"]]
+            self.reclaim_object(resource, doc["metadata"]["name"], job=resource == JOBS)
 
 
 def _server_failed(handle: ServingJob, deployments: Informer, servers: list[dict]) -> JobStatus | None:
@@ -142,6 +245,7 @@ def _server_failed(handle: ServingJob, deployments: Informer, servers: list[dict
         if ended is not None:
             return JobStatus("failed", ended[0], f"{handle.replica_name(pod)} {ended[1]} {when}")
     return None
+
 
 
 def _exited(pod: dict[str, Any], main: frozenset[str]) -> tuple[int, str] | None:
@@ -161,110 +265,12 @@ def _exited(pod: dict[str, Any], main: frozenset[str]) -> tuple[int, str] | None
     return None
 
 
-def _starting(backend: KubernetesBackend, handle: ServingJob, deployment: dict | None, servers: list[dict]) -> JobStatus:
-    wanted = int(handle.deployment["spec"].get("replicas", 1))
-    if deployment is not None and _ready_replicas(deployment) >= wanted:
-        handle.uid = objects.create(backend.api, handle, handle.load, handle.token)["metadata"].get("uid")
-        handle.created["Job"] = handle.uid or ""
-        # from here the run is the load Job's: its pods' problems count from its creation
-        handle.loading, handle.admitted_at = True, time.monotonic()
-        return JobStatus("running")
-    if deployment is not None:
-        stuck = StuckCheck(backend.api, backend.config).check(
-            handle.problems, handle.namespace, deployment, servers, handle.admitted_at or time.monotonic(),
-            lambda: [p for p in backend._observe(handle, backend._listed(handle)) if _role(p) == SERVER])
-        if stuck:
-            return JobStatus("failed", None, stuck)
-    if time.monotonic() >= handle.ready_by:
-        why = _not_ready(backend, handle, servers, wanted)
-        return JobStatus("failed", None, f"the server was not ready after {_seconds(handle.startup_timeout)}: {why}")
-    return JobStatus("running")
-
-
 def _ready_replicas(deployment: dict[str, Any]) -> int:
     """The Deployment's ready pods, once its controller has seen its latest spec."""
     status = deployment.get("status") or {}
     if int(status.get("observedGeneration") or 0) < int(deployment["metadata"].get("generation") or 1):
         return 0
     return int(status.get("readyReplicas") or 0)
-
-
-def _not_ready(backend: KubernetesBackend, handle: ServingJob, servers: list[dict], wanted: int) -> str:
-    """What the server pods showed: each unready one's phase and its latest warning event."""
-    if handle.problems.seen:
-        return handle.problems.first()
-    live = [p for p in servers if not p["metadata"].get("deletionTimestamp")]
-    unready = [p for p in live if not _pod_ready(p)]
-    if not unready:
-        return f"{len(live)} of {wanted} server pods created"
-    return "; ".join(_describe(backend, handle, pod) for pod in unready[:3])
-
-
-def _describe(backend: KubernetesBackend, handle: ServingJob, pod: dict[str, Any]) -> str:
-    status = pod.get("status") or {}
-    text = f"{handle.replica_name(pod)} (pod {pod['metadata']['name']}) {status.get('phase', 'Pending')}, not Ready"
-    for container in status.get("containerStatuses") or []:
-        waiting = (container.get("state") or {}).get("waiting")
-        if waiting and waiting.get("reason"):
-            text += f" ({container['name']} {waiting['reason']})"
-    try:
-        events = backend.api.events(handle.namespace, pod["metadata"].get("uid", "")) if pod["metadata"].get("uid") else []
-    except BackendError:
-        events = []
-    warnings = [e for e in events if e.get("type") == "Warning"]
-    if warnings:  # the latest (timestamps are whole seconds: the last listed of the latest second)
-        latest = sorted(warnings, key=lambda e: e.get("lastTimestamp") or e.get("firstTimestamp") or "")[-1]
-        text += f": {latest.get('reason')}: {' '.join(str(latest.get('message', '')).split())[:300]}"
-    return text
-
-
-def cancel(backend: KubernetesBackend, handle: ServingJob) -> None:
-    """Delete every object of the run (its pods go with them); one that cannot be deleted is
-    logged, and the others are deleted all the same."""
-    if not handle.deleted:
-        for resource, name in handle.objects():
-            if resource == JOBS and "Job" not in handle.created:
-                continue
-            _delete(backend, handle, resource, name)
-        handle.deleted = True
-    backend._informer(handle, DEPLOYMENTS).forget([handle.deployment["metadata"]["name"]])
-    backend._release(handle)
-
-
-def release(backend: KubernetesBackend, handle: ServingJob) -> None:
-    """Delete the run's objects; with ``keep_jobs`` keep the load Job (unless the run was stuck or
-    timed out) and delete only its pods still running: the server is deleted all the same, as it
-    holds its GPUs."""
-    if handle.deleted or not backend.config.keep_jobs or handle.stuck or handle.timed_out or not handle.loading:
-        return cancel(backend, handle)
-    for resource, name in handle.objects()[1:]:
-        _delete(backend, handle, resource, name)
-    for pod in handle.seen.values():
-        if _role(pod) == LOAD and (pod.get("status") or {}).get("phase") in ("Running", "Pending", None) \
-                and not pod["metadata"].get("deletionTimestamp"):
-            _delete(backend, handle, PODS, pod["metadata"]["name"])
-    backend._informer(handle, DEPLOYMENTS).forget([handle.deployment["metadata"]["name"]])
-    backend._release(handle)
-
-
-def _delete(backend: KubernetesBackend, handle: ServingJob, resource: Resource, name: str) -> None:
-    try:
-        backend.api.delete(resource, handle.namespace, name, backend.config.propagation)
-    except BackendError as e:
-        log.warning("%s; delete it by hand (kubectl delete %s %s -n %s)", e, resource.kind.lower(), name, handle.namespace)
-
-
-def reclaim(backend: KubernetesBackend, manifest: dict[str, Any], run_id: str) -> None:
-    """Delete the server an earlier attempt at this run left behind, and its load Job first if it
-    runs (one that has ended is left to :func:`submit`, which replaces it)."""
-    for doc in reversed(kubernetes_objects(manifest)):
-        target = KubeJob(doc["metadata"]["name"], backend.namespace, RESOURCES[doc["kind"]], run_id, "", 0)
-        found = backend.api.get(target.resource, target.namespace, target.name)
-        if found is None or target.resource == JOBS and st.job_phase(found)[0] != "running":
-            continue
-        if backend.api.delete(target.resource, target.namespace, target.name, "Foreground"):
-            log.warning("deleted %s, left running by an earlier attempt", target.title)
-            objects.wait_gone(backend.api, target)
 
 
 def _role(pod: dict[str, Any]) -> str | None:

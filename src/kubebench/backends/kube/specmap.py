@@ -12,11 +12,10 @@ import hashlib
 import logging
 
 from ...errors import BackendError, PreflightError
-from ...render import kinds
 from .api import CONFIG_MAPS, Api
+from .handle import EXPERIMENT_LABEL
 
 log = logging.getLogger("kubebench")
-EXPERIMENT_LABEL = kinds.LABEL_PREFIX + "experiment"
 PREFIX = "kb-spec-"
 MAX_NAME = 63
 

@@ -1,0 +1,112 @@
+"""What the drivers of every job kind on the cluster share (see :class:`~.handle.KindDriver`): the
+cluster and its watches, collecting a run's logs, the phase of a job object with its pods (a
+Kubeflow job, a TrainJob, a batch Job: the operators' kinds, and a Serving run's load generator),
+and deleting what an earlier attempt left running."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from ...errors import BackendError
+from ..base import JobStatus
+from . import objects, status as st
+from .api import Resource
+from .cluster import Cluster
+from .handle import J, KindDriver
+from .informer import Informer
+from .stuck import StuckCheck
+from .watches import Watches
+
+log = logging.getLogger("kubebench")
+#: Kinds whose pods the operator restarts in place with no way for kubebench to say otherwise
+#: (a TrainJob's JobSet defaults its pods to ``restartPolicy: OnFailure``, six retries): the first
+#: failure is the run's.
+RESTARTED_IN_PLACE = frozenset({"TrainJob"})
+
+
+class ClusterDriver(KindDriver[J]):
+    """A job kind's driver, given the backend's cluster and watches."""
+
+    def __init__(self, cluster: Cluster, watches: Watches) -> None:
+        self.cluster, self.watches = cluster, watches
+
+    def collect(self, handle: J) -> list[str]:
+        """Finish the log streams and name each replica's log ``output/<replica-type>-<index>.log``."""
+        if handle.logs is None:
+            return []
+        try:
+            self.watches.list_pods(handle)  # the final state of every pod
+        except BackendError as e:
+            return [f"could not list the pods of {handle.title}: {e}"]
+        return handle.logs.finish(list(handle.seen.values()), handle.all_ended)
+
+    def job_status(self, handle: J, jobs: Informer, pods: list[dict[str, Any]]) -> JobStatus:
+        """The phase of the job object ``handle`` names, from the watch's cache, with its pods ``pods``:
+        queued while suspended before it started, preempted when suspended after; a pod stuck past
+        its grace fails it."""
+        obj = jobs.get(handle.name)
+        if obj is None or obj["metadata"].get("uid") != handle.uid:
+            if jobs.deleted(handle.name, handle.uid):
+                return JobStatus("failed", None, f"{handle.title} was deleted by someone else")
+            return JobStatus("running")  # not in the watch's cache yet
+        if st.suspended(obj):
+            if handle.admitted_at is None:
+                return JobStatus("queued", reason=f"waiting in queue {self.cluster.config.queue or '(none)'}")
+            return JobStatus("failed", None, f"preempted: {handle.title} was suspended after it started "
+                                             "(Kueue preemption or eviction); its pods were stopped", infrastructure=True)
+        if handle.admitted_at is None:
+            handle.admitted_at = time.monotonic()
+        return self._phase(handle, obj, pods)
+
+    def _phase(self, handle: J, obj: dict, pods: list[dict]) -> JobStatus:
+        phase, reason = st.job_phase(obj)
+        if phase == "succeeded":
+            handle.succeeded = True
+            return JobStatus("succeeded", 0)
+        if phase == "failed":
+            return self._failed(handle, reason)
+        if handle.resource.kind in RESTARTED_IN_PLACE:
+            for pod in sorted(pods, key=st.rank):
+                found = st.restarted(pod, handle.main)
+                if found:
+                    return JobStatus("failed", found[1], f"{found[0]}; the run fails at its first failure")
+        stuck = StuckCheck(self.cluster.api, self.cluster.config).check(
+            handle.problems, handle.namespace, obj, pods, handle.admitted_at or time.monotonic(),
+            lambda: self.watches.list_pods(handle))
+        return JobStatus("failed", None, stuck) if stuck else JobStatus("running")
+
+    def _failed(self, handle: J, reason: str) -> JobStatus:
+        seen = list(handle.seen.values())  # pods an operator deleted still tell how they ended
+        text, code = st.failure_reason(reason, seen)
+        if code is None:  # the pods' watch may lag behind the job's: ask for the pods once
+            self.watches.list_pods(handle)
+            seen = list(handle.seen.values())
+            text, code = st.failure_reason(reason, seen)
+        disrupted = st.disruption(seen)
+        if disrupted:  # the cluster stopped a pod: the infrastructure failed, not the workload
+            return JobStatus("failed", code, f"{disrupted}; job failed: {reason}", infrastructure=True)
+        if code is None and handle.problems.seen:
+            text = f"{handle.problems.first()}; {text}"
+        return JobStatus("failed", code, text)
+
+    def delete(self, handle: J, resource: Resource, name: str) -> None:
+        """Delete one object of the run; a failure is logged, with the command that deletes it by hand."""
+        try:
+            self.cluster.api.delete(resource, handle.namespace, name, self.cluster.config.propagation)
+        except BackendError as e:
+            log.warning("%s; delete it by hand (kubectl delete %s %s -n %s)", e, resource.kind.lower(), name,
+                        handle.namespace)
+
+    def reclaim_object(self, resource: Resource, name: str, job: bool = True) -> None:
+        """Delete an object an earlier attempt left behind (Foreground: gone once its pods are gone),
+        and wait until it is gone; a ``job`` only while it runs (one that has ended is left to
+        ``submit``, which replaces it: its pods write nothing more)."""
+        api, namespace = self.cluster.api, self.cluster.namespace
+        found = api.get(resource, namespace, name)
+        if found is None or job and st.job_phase(found)[0] != "running":
+            return
+        if api.delete(resource, namespace, name, "Foreground"):
+            log.warning("deleted %s %s/%s, left running by an earlier attempt", resource.kind, namespace, name)
+            objects.wait_gone(api, resource, namespace, name)

@@ -1,0 +1,95 @@
+"""The operators' kinds on the cluster (PyTorchJob, TFJob, MPIJob, TrainJob, and a batch/v1 Job):
+one job object per run, created as rendered, followed through the experiment's watches of its kind
+and of pods, judged by its conditions and its pods (see :meth:`~.driver.ClusterDriver.job_status`),
+deleted once its logs are collected (with ``keep_jobs``: kept, its pods still running deleted)."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from ...errors import BackendError, SpecError
+from ...render import kinds
+from ..base import JobStatus
+from . import objects
+from .api import PODS, Resource, resource_of
+from .config import KubernetesConfig
+from .driver import ClusterDriver
+from .handle import KubeJob, Submission
+from .logs import RunLogs
+
+if TYPE_CHECKING:
+    from ...render.job import RenderedJob
+
+log = logging.getLogger("kubebench")
+
+
+class OperatorJobs(ClusterDriver[KubeJob]):
+    """The driver of the kinds that are one job object each."""
+
+    def prepare(self, manifest: dict[str, Any], config: KubernetesConfig) -> None:
+        """Kueue manages MPIJobs of ``kubeflow.org/v2beta1`` only."""
+        if config.queue and manifest.get("kind") == "MPIJob" and manifest.get("apiVersion") == "kubeflow.org/v1":
+            raise SpecError("backend.queue: Kueue manages MPIJobs of kubeflow.org/v2beta1 only "
+                            "(mpi-operator); set job.mpi_api_version: kubeflow.org/v2beta1 or drop the queue")
+
+    def objects(self, manifest: dict[str, Any]) -> list[dict[str, Any]]:
+        """The job itself."""
+        return [manifest]
+
+    def resources(self, manifest: dict[str, Any]) -> list[Resource]:
+        """The job's kind."""
+        return [resource_of(manifest)]
+
+    def submit(self, submission: Submission) -> KubeJob:
+        """Create the job object (after starting the watches of its kind and of pods)."""
+        manifest = submission.manifest
+        groups = kinds.replica_groups(manifest)
+        main = frozenset(c.get("name") for g in groups for c in g.template.get("spec", {}).get("containers", [])
+                         if c.get("name"))
+        handle = KubeJob(self, submission.name, self.cluster.namespace, resource_of(manifest), submission.run_id,
+                         submission.selector, sum(g.count for g in groups), submission.token, main)
+        self.cluster.check_served(handle.resource)
+        handle.logs = RunLogs(self.cluster.api, handle.namespace, submission.output, main)
+        self.watches.informer(handle, handle.resource)
+        self.watches.informer(handle, PODS)
+        self.watches.track(handle)  # from here on, close() deletes it if it is left behind
+        try:
+            created = objects.create(self.cluster.api, handle.resource, handle.namespace, manifest, submission.token)
+            handle.uid = created["metadata"].get("uid")
+        except BaseException:
+            self.watches.forget(handle)
+            raise
+        return handle
+
+    def status(self, handle: KubeJob) -> JobStatus:
+        """The job's phase from the watch's cache (see ``ClusterDriver.job_status``)."""
+        jobs = self.watches.informer(handle, handle.resource)
+        self.watches.healthy(jobs, self.watches.informer(handle, PODS))
+        return self.job_status(handle, jobs, self.watches.pods(handle))
+
+    def release(self, handle: KubeJob) -> None:
+        """Delete the job; with ``keep_jobs`` keep it (unless it failed to start or timed out) and
+        delete only its pods still running or pending, so that none keeps holding GPUs."""
+        if handle.deleted or not self.cluster.config.keep_jobs or handle.stuck or handle.timed_out:
+            return self.cancel(handle)
+        for pod in handle.seen.values():
+            if (pod.get("status") or {}).get("phase") in ("Running", "Pending", None) \
+                    and not pod["metadata"].get("deletionTimestamp"):
+                self.cluster.api.delete(PODS, handle.namespace, pod["metadata"]["name"], "Background")
+        self.watches.forget(handle)
+
+    def cancel(self, handle: KubeJob) -> None:
+        """Delete the job; its pods go with it. A failure is logged: the job's deadline still ends it."""
+        if not handle.deleted:
+            try:
+                self.cluster.api.delete(handle.resource, handle.namespace, handle.name, self.cluster.config.propagation)
+            except BackendError as e:
+                log.warning("%s; its activeDeadlineSeconds will stop it", e)
+                return
+            handle.deleted = True
+        self.watches.forget(handle)
+
+    def reclaim(self, job: RenderedJob) -> None:
+        """Delete the job an earlier attempt left running (one that has ended is left to ``submit``)."""
+        self.reclaim_object(resource_of(job.manifest), job.name)
