@@ -12,7 +12,7 @@ import logging
 import shutil
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
 
@@ -37,6 +37,8 @@ if TYPE_CHECKING:  # the store (SQLAlchemy) is handed in: a dry run never loads 
     from .store.store import Store
 
 log = logging.getLogger("kubebench")
+#: The handle of a job, as the backend that started it types it (``LocalJob``, ``KubeJob``).
+H = TypeVar("H")
 LOG_TAIL_LINES = 20
 #: Characters kept of each line of that tail (its end): a log of one huge line stays a short tail.
 LOG_TAIL_LINE_CHARS = 2_000
@@ -53,7 +55,8 @@ LOG_WARNING_KEY = "log_warning"
 RETRY_DELAY_S, RETRY_DELAY_MAX_S = 1.0, 30.0
 
 
-def execute_run(experiment: Experiment, backend: Backend, store: Store, run: Run, leftover: bool = False) -> RunResult:
+def execute_run(experiment: Experiment, backend: Backend[H, Any], store: Store, run: Run,
+                leftover: bool = False) -> RunResult:
     """Run ``run`` until an attempt succeeds, fails for itself, or the spec's ``retries`` are spent.
 
     ``leftover``: the run was interrupted (its runner was killed): what it left running is stopped
@@ -76,7 +79,7 @@ def execute_run(experiment: Experiment, backend: Backend, store: Store, run: Run
         attempt, leftover = attempt + 1, False
 
 
-def _attempt(experiment: Experiment, backend: Backend, store: Store, run: Run,
+def _attempt(experiment: Experiment, backend: Backend[H, Any], store: Store, run: Run,
              leftover: bool) -> tuple[RunResult, bool]:
     """One attempt, recorded as started; returns its result and whether its infrastructure failed."""
     spec = experiment.loaded.spec
@@ -90,7 +93,7 @@ def _attempt(experiment: Experiment, backend: Backend, store: Store, run: Run,
     _prepare(paths, job, run)
     storage = shared_storage(experiment.settings, spec.storage, experiment.loaded.base_dir)
     store.start_run(run.id, run_location(storage, paths))
-    handle = None
+    handle: H | None = None
     telemetry = RunTelemetry(spec.telemetry, experiment.plan.experiment_id, run.id)
     warnings: list[str] = []
     try:
@@ -140,7 +143,7 @@ def _broken(run: Run, error: Exception) -> RunResult:
     return RunResult(run_id=run.id, status="failed", reason=reason, finished_at=time.time())
 
 
-def _cancel_quietly(backend: Backend, handle: object) -> None:
+def _cancel_quietly(backend: Backend[H, Any], handle: H | None) -> None:
     if handle is None:
         return
     try:
@@ -196,14 +199,14 @@ def dump_yaml(data: object) -> str:
     return yaml.dump(data, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False)
 
 
-def _release(backend: Backend, handle: object) -> None:
+def _release(backend: Backend[H, Any], handle: H) -> None:
     try:
         backend.release(handle)
     except BackendError as e:  # the run's outcome stands; what is left is the backend's to report
         log.warning("could not release the job of an attempt: %s", e)
 
 
-def _provenance(experiment: Experiment, backend: Backend, job: RenderedJob, handle: object) -> dict:
+def _provenance(experiment: Experiment, backend: Backend[H, Any], job: RenderedJob, handle: H | None) -> dict:
     """Where the backend ran the job (machine, node, image …), the workload's commit, the backend."""
     data = {**workload(job.workdir), "backend": experiment.loaded.spec.backend.kind}
     if handle is not None:

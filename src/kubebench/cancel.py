@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .backends.base import Backend
+    from .backends.base import Lifecycle
 
 
 class Cancel:
@@ -26,7 +26,7 @@ class Cancel:
         self._requested = threading.Event()
         #: The signal that asked (``signal.SIGTERM`` …), None when asked otherwise.
         self.signal: int | None = None
-        self._backends: list[Backend] = []
+        self._backends: list[Lifecycle] = []
 
     @property
     def requested(self) -> bool:
@@ -41,13 +41,13 @@ class Cancel:
         for backend in list(self._backends):
             backend.interrupt()
 
-    def attach(self, backend: Backend) -> None:
+    def attach(self, backend: Lifecycle) -> None:
         """Follow ``backend`` (interrupted at once if a stop was already asked for)."""
         self._backends.append(backend)
         if self.requested:
             backend.interrupt()
 
-    def detach(self, backend: Backend) -> None:
+    def detach(self, backend: Lifecycle) -> None:
         """Stop following ``backend`` (closed)."""
         if backend in self._backends:
             self._backends.remove(backend)

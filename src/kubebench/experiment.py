@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 from .backends.base import Backend
 from .paths import RunPaths
@@ -30,9 +31,9 @@ class Experiment:
         data = self.loaded.base_dir / data_root if data_root else self.settings.data_root
         return RunPaths(self.settings.experiments_root, data, self.plan.experiment_id, run.id)
 
-    def render(self, run: Run, backend: Backend) -> RenderedJob:
-        """The run's job, with the environment pointing at its folders as the job sees them."""
+    def render(self, run: Run, backend: Backend[Any, Any]) -> RenderedJob:
+        """The run's job, with the environment pointing at its folders as the job sees them, and
+        what the backend adds to its manifest (volumes, service account …)."""
         paths = backend.job_paths(self.local_paths(run))
         job = render_run(self.loaded, run, self.plan.experiment_id, paths.env(run.trial.id, run.repeat))
-        backend.prepare(job.manifest, paths)  # in place: what the backend adds (volumes, service account…)
-        return job
+        return replace(job, manifest=backend.prepare(job.manifest, paths))

@@ -11,11 +11,11 @@ import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol, TypeVar
 
 from . import ids, registry
 from .attempts import INTERRUPTED, dump_yaml, execute_run, log_tail  # noqa: F401  (dump_yaml, log_tail: API)
-from .backends.base import Backend
+from .backends.base import Backend, Lifecycle
 from .cancel import Cancel
 from .errors import Cancelled
 from .experiment import Experiment
@@ -32,6 +32,9 @@ from .store.records import ExperimentRecord, RunResult
 
 if TYPE_CHECKING:  # the store (SQLAlchemy) is handed in: a dry run never loads it
     from .store.store import Store
+
+#: The handle of a job, as the experiment's backend types it (``LocalJob``, ``KubeJob``).
+H = TypeVar("H")
 
 
 class Progress(Protocol):
@@ -63,10 +66,10 @@ def plan_experiment(loaded: LoadedSpec, settings: Settings, experiment_id: str |
     return Experiment(loaded, plan, settings, adaptive, tuple(sorted((labels or {}).items())))
 
 
-def make_backend(loaded: LoadedSpec) -> Backend:
+def make_backend(loaded: LoadedSpec) -> Backend[Any, Any]:
     """The backend plugin named by the spec, configured and given the spec's file (``give_spec``)."""
     config = loaded.spec.backend
-    backend = registry.load("backends", config.kind)(config)
+    backend: Backend[Any, Any] = registry.load("backends", config.kind)(config)
     spec_file = loaded.base_dir / Path(loaded.source).name
     if spec_file.is_file():
         backend.give_spec(spec_file)
@@ -114,7 +117,7 @@ def record_experiment(experiment: Experiment, store: Store) -> ExperimentRecord:
 
 
 def _execute(experiment: Experiment, store: Store, progress: Progress, width: int, cancel: Cancel,
-             backend: Backend) -> None:
+             backend: Backend[H, Any]) -> None:
     plan = experiment.plan
     record = record_experiment(experiment, store)
     # We hold the experiment's lock: a run still `running` was left so by a runner that is gone.
@@ -178,7 +181,7 @@ def _adaptive_rounds(experiment: Experiment, policy: AdaptiveRepeats, store: Sto
 SIGNAL_CHECK_SECONDS = 0.2
 
 
-def _in_parallel(runs: list[Run], width: int, one: Callable[[Run], None], backend: Backend) -> None:
+def _in_parallel(runs: list[Run], width: int, one: Callable[[Run], None], backend: Lifecycle) -> None:
     """``one(run)`` for every run, ``width`` at a time; on any error or Ctrl-C, cancel all in flight."""
     if not runs:
         return
@@ -199,7 +202,7 @@ def _in_parallel(runs: list[Run], width: int, one: Callable[[Run], None], backen
     pool.shutdown()
 
 
-def render_trials(experiment: Experiment, backend: Backend) -> list[dict]:
+def render_trials(experiment: Experiment, backend: Backend[Any, Any]) -> list[dict]:
     """The manifest of one run of every trial, all rendered within one time budget
     (``limits.RENDER_SECONDS``): a spec error stops the start (or the dry run), not a run."""
     seen: set[str] = set()
@@ -212,7 +215,7 @@ def render_trials(experiment: Experiment, backend: Backend) -> list[dict]:
     return manifests
 
 
-def validate(experiment: Experiment, backend: Backend) -> None:
+def validate(experiment: Experiment, backend: Backend[Any, Any]) -> None:
     """Render one run of every trial before anything runs (:func:`render_trials`), and let the
     backend check it can run those jobs at all (``Backend.check``)."""
     backend.check(render_trials(experiment, backend))

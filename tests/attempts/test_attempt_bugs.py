@@ -13,10 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
+from support.backends import ScriptedBackend
 
 from kubebench.attempts import execute_run
-from kubebench.backends.base import Outcome
-from kubebench.backends.local import LocalBackend, LocalConfig
 from kubebench.runner import plan_experiment, record_experiment
 from kubebench.settings import settings
 from kubebench.spec.load import load_spec
@@ -30,44 +29,14 @@ job:
 HANDLE = "job-of-buggy"
 
 
-class Buggy(LocalBackend):
+def Buggy(wait: Exception | None = None, cancel: Exception | None = None,
+          release: Exception | None = None) -> ScriptedBackend:
     """Submits nothing (its handle is a name); ``wait``, ``cancel`` or ``release`` raise when given an error."""
-
-    def __init__(self, wait: Exception | None = None, cancel: Exception | None = None,
-                 release: Exception | None = None) -> None:
-        super().__init__(LocalConfig())
-        self.errors = {"wait": wait, "cancel": cancel, "release": release}
-        self.cancelled: list[object] = []
-
-    def _fail(self, step: str) -> None:
-        if self.errors[step] is not None:
-            raise self.errors[step]
-
-    def submit(self, job, paths):
-        return HANDLE
-
-    def telemetry(self, handle):
-        return None
-
-    def wait(self, handle, timeout: float) -> Outcome:
-        self._fail("wait")
-        return Outcome("succeeded", 0, "")
-
-    def collect(self, handle, paths) -> list[str]:
-        return []
-
-    def cancel(self, handle) -> None:
-        self.cancelled.append(handle)
-        self._fail("cancel")
-
-    def release(self, handle) -> None:
-        self._fail("release")
-
-    def provenance(self, handle) -> dict:
-        return {}
+    return ScriptedBackend(*([wait] if wait is not None else []), handle=HANDLE, cancel=cancel, release=release,
+                           provenance={})
 
 
-def attempt(tmp_path: Path, backend: Buggy):
+def attempt(tmp_path: Path, backend: ScriptedBackend):
     path = tmp_path / "spec.yaml"
     path.write_text(textwrap.dedent(SPEC))
     config = settings()

@@ -15,10 +15,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from support.backends import ScriptedBackend
 
 from kubebench.attempts import execute_run
 from kubebench.backends.base import Outcome
-from kubebench.backends.local import LocalBackend, LocalConfig
 from kubebench.efficiency.counters import UNAVAILABLE_KEY
 from kubebench.errors import BackendError, StorageError
 from kubebench.runner import plan_experiment, record_experiment
@@ -35,47 +35,9 @@ SUCCEEDED = Outcome("succeeded", 0, "")
 NODE_LOST = Outcome("failed", None, "node n1 was lost", True)
 
 
-class Scripted(LocalBackend):
+def Scripted(*outcomes: Outcome, **script) -> ScriptedBackend:
     """Starts nothing: the job of attempt N is ``job-N`` and ends as the N-th of ``outcomes``."""
-
-    def __init__(self, *outcomes: Outcome, warnings: tuple[str, ...] = (), release: Exception | None = None,
-                 after_wait=None) -> None:
-        super().__init__(LocalConfig())
-        self.outcomes, self.warnings, self.release_error, self.after_wait = list(outcomes), warnings, release, after_wait
-        self.submitted: list[str] = []
-        self.released: list[str] = []
-        self.reclaimed: list[list[str]] = []
-        self.slept: list[float] = []
-
-    def reclaim(self, leftovers) -> None:
-        self.reclaimed.append([str(paths.run) for _, paths in leftovers])
-
-    def submit(self, job, paths) -> str:
-        self.submitted.append(f"job-{len(self.submitted) + 1}")
-        self.paths = paths
-        return self.submitted[-1]
-
-    def telemetry(self, handle):
-        return None
-
-    def wait(self, handle, timeout: float) -> Outcome:
-        if self.after_wait:
-            self.after_wait(self.paths)
-        return self.outcomes.pop(0) if self.outcomes else SUCCEEDED
-
-    def collect(self, handle, paths) -> list[str]:
-        return list(self.warnings)
-
-    def release(self, handle) -> None:
-        self.released.append(handle)
-        if self.release_error is not None:
-            raise self.release_error
-
-    def provenance(self, handle) -> dict:
-        return {"job": handle}
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
+    return ScriptedBackend(*outcomes, **script)
 
 
 class Setup:
@@ -90,7 +52,7 @@ class Setup:
         record_experiment(self.experiment, self.store)
         self.runs = self.experiment.plan.runs
 
-    def execute(self, backend: Scripted, run=None, **options):
+    def execute(self, backend: ScriptedBackend, run=None, **options):
         return execute_run(self.experiment, backend, self.store, run or self.runs[0], **options)
 
     def attempts(self, run=None) -> list[tuple]:

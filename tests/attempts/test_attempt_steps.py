@@ -19,6 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from support.backends import ScriptedBackend
 
 from kubebench.attempts import CANCELLED, LOG_WARNING_KEY, _attempt, execute_run
 from kubebench.backends.base import Outcome
@@ -40,61 +41,10 @@ HANDLE = "job-of-scripted"
 EXPERIMENT = "exp-1"
 
 
-class Scripted(LocalBackend):
+def Scripted(*waits: Outcome | BaseException, **script) -> ScriptedBackend:
     """Starts nothing (its handle is a name). Each ``wait`` answers the next of ``waits`` (an Outcome, or
-    an error it raises), then success; ``collect`` writes ``log`` as worker-0's log and returns
-    ``warnings``; what it is asked to release, cancel or tell the provenance of is recorded, and its
-    sleep between attempts is recorded, not slept."""
-
-    def __init__(self, *waits: Outcome | BaseException, submit: Exception | None = None,
-                 reclaim: Exception | None = None, warnings: tuple[str, ...] = (), log: str = "",
-                 block_record: bool = False) -> None:
-        super().__init__(LocalConfig())
-        self.waits = list(waits)
-        self.submit_error, self.reclaim_error = submit, reclaim
-        self.warnings, self.log, self.block_record = list(warnings), log, block_record
-        self.released: list[object] = []
-        self.cancelled: list[object] = []
-        self.asked: list[object] = []
-        self.slept: list[float] = []
-
-    def submit(self, job, paths):
-        if self.submit_error is not None:
-            raise self.submit_error
-        return HANDLE
-
-    def telemetry(self, handle):
-        return None
-
-    def wait(self, handle, timeout: float) -> Outcome:
-        answer = self.waits.pop(0) if self.waits else Outcome("succeeded", 0, "")
-        if isinstance(answer, BaseException):
-            raise answer
-        return answer
-
-    def collect(self, handle, paths) -> list[str]:
-        if self.log:
-            (Path(paths.output) / "worker-0.log").write_text(self.log, encoding="utf-8")
-        if self.block_record:  # run.json cannot be written: a folder is in its place
-            (Path(paths.run) / "run.json").mkdir()
-        return list(self.warnings)
-
-    def cancel(self, handle) -> None:
-        self.cancelled.append(handle)
-
-    def release(self, handle) -> None:
-        self.released.append(handle)
-
-    def provenance(self, handle) -> dict:
-        self.asked.append(handle)
-        return {"node": "node-7"}
-
-    def reclaim(self, leftovers) -> None:
-        if self.reclaim_error is not None:
-            raise self.reclaim_error
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
+    an error it raises), then success; the job ran on ``node-7`` (see :class:`ScriptedBackend`)."""
+    return ScriptedBackend(*waits, handle=HANDLE, provenance={"node": "node-7"}, **script)
 
 
 @dataclass

@@ -146,8 +146,8 @@ class JobVerbs(ABC, Generic[H]):
         """The run's folders as the job sees them, given where kubebench sees them."""
 
     def prepare(self, manifest: dict[str, Any], paths: RunPaths) -> dict[str, Any]:
-        """``manifest`` with what this backend needs added (``paths``: as the job sees them); it may
-        be changed in place."""
+        """``manifest`` with what this backend needs added (``paths``: as the job sees them), as a
+        new manifest: the one given is left as it is."""
         return manifest
 
     def objects(self, manifest: dict[str, Any]) -> list[dict[str, Any]]:

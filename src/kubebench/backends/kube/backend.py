@@ -168,7 +168,8 @@ class KubernetesBackend(Backend[KubeJob, KubernetesConfig]):
         """What every pod needs (see :func:`.prepare.prepare`), what the job's kind needs, its queue."""
         config_map = self.config.spec_configmap or (specmap.name_of(paths.experiment_id)
                                                     if self._spec_files is not None else None)
-        prepare(manifest, paths, self.config, self.namespace, config_map, self.cluster.version)
+        manifest = prepare(copy.deepcopy(manifest), paths, self.config, self.namespace, config_map,
+                           self.cluster.version)
         self.driver_of(manifest).prepare(manifest, self.config)
         queue(manifest, self.config)
         return manifest
