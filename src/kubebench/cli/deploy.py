@@ -49,3 +49,13 @@ def manifests(
     options = Options(namespace, image or DEFAULT_IMAGE, storage_size, storage_class, files,
                       spec.name if spec else "benchmark.yaml", experiment_id, store_url, schedule, labels, dashboard, node_access)
     sys.stdout.write("---\n".join(dump_yaml(doc) for doc in build(options)))
+
+
+@deploy_app.command("crd")
+@expected_errors
+def crd() -> None:
+    """Print the Benchmark CustomResourceDefinition (benchmarks.kubebench.io), generated from the spec model."""
+    from ..operator.crd import crd as build
+    from ..runner import dump_yaml
+
+    sys.stdout.write(dump_yaml(build()))
