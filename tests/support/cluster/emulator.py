@@ -40,8 +40,8 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import parse_qs, urlsplit
 
-from . import core_schemas
-from .store import CLUSTER_SCOPED, KINDS, PODS, ApiError, Checker, Key, Store, matches, merge_patch
+from . import apiext, core_schemas
+from .store import KINDS, PODS, ApiError, Checker, Key, Store, matches
 
 __all__ = ["KINDS", "PODS", "ApiError", "ContainerLog", "Emulator", "Faults", "Request", "Store", "matches"]
 NAMESPACES: Key = ("", "v1", "namespaces")
@@ -116,6 +116,7 @@ class Emulator:
         #: The Kubernetes minor version this server is: its ``/version`` and how it checks core objects.
         self.kubernetes_version = kubernetes_version
         self.store = Store({**core_schemas.checkers(lambda: self.kubernetes_version), **(checkers or {})}, prune=prune)
+        apiext.register(self.store)  # CRDs (and the kinds they define) and Leases
         self.faults = Faults()
         self.requests: list[Request] = []
         self.errors: list[Exception] = []
@@ -281,7 +282,7 @@ class _Handler(BaseHTTPRequestHandler):
                         raise emu.refuse_follow
                     emu.requests.append(Request(method, url.path, query, 200, fault))
                     return self._follow(emu, route, query)
-                code, payload = _handle(emu, method, route, query, body, headers)
+                code, payload = _handle(emu, method, route, query, body, headers, self.headers.get("Content-Type", ""))
         except ApiError as e:
             code, payload = e.code, e.status()
         except Exception as e:  # noqa: BLE001  a bug of the emulator: answer 500 and keep it for the test
@@ -362,7 +363,7 @@ class _Handler(BaseHTTPRequestHandler):
                     if emu.store.rv <= since and not emu.stopping.is_set() and emu.watch_epoch == epoch:
                         emu.store.cond.wait(min(0.2, max(0.0, deadline - time.monotonic())))
             if since is not None and query.get("allowWatchBookmarks") == "true":
-                self._chunk({"type": "BOOKMARK", "object": {"kind": KINDS[key], "apiVersion": _gv(key),
+                self._chunk({"type": "BOOKMARK", "object": {"kind": emu.store.kinds[key], "apiVersion": _gv(key),
                                                             "metadata": {"resourceVersion": str(emu.store.rv)}}})
             self.wfile.write(b"0\r\n\r\n")
         except (BrokenPipeError, ConnectionResetError, ValueError, OSError):
@@ -397,23 +398,25 @@ def _gv(key: Key) -> str:
 
 
 def _discovery(emu: Emulator, path: str) -> dict | None:
-    """``/apis/<group>/<version>`` (and ``/api/v1``): the resources served there; ``/version``: the
-    server's version; None for other paths."""
+    """``/api``, ``/apis``, ``/apis/<group>/<version>`` and ``/api/v1``: what is served there (see
+    :mod:`.apiext`); ``/version``: the server's version; None for other paths."""
     parts = [p for p in path.split("/") if p]
     if parts == ["version"]:
         return core_schemas.version_info(emu.kubernetes_version)
+    if parts == ["api"]:
+        return apiext.api_versions()
+    if parts == ["apis"]:
+        return apiext.api_groups(emu.store, emu.unserved)
     if parts[:1] == ["apis"] and len(parts) == 3:
         group, version = parts[1], parts[2]
     elif parts == ["api", "v1"]:
         group, version = "", "v1"
     else:
         return None
-    served = [(k, kind) for k, kind in KINDS.items() if k[:2] == (group, version) and (group, version) not in emu.unserved]
+    served = apiext.resources(emu.store, group, version) if (group, version) not in emu.unserved else []
     if not served:
         raise ApiError(404, "NotFound", "the server could not find the requested resource")
-    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": _gv((group, version, "")),
-            "resources": [{"name": k[2], "singularName": kind.lower(), "kind": kind, "namespaced": k not in CLUSTER_SCOPED,
-                           "verbs": ["create", "delete", "get", "list", "watch"]} for k, kind in served]}
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": _gv((group, version, "")), "resources": served}
 
 
 def _route(emu: Emulator, path: str) -> tuple[Key, str, str | None, str | None]:
@@ -429,7 +432,7 @@ def _route(emu: Emulator, path: str) -> tuple[Key, str, str | None, str | None]:
     if rest[:1] == ["namespaces"] and len(rest) >= 3:
         namespace, rest = rest[1], rest[2:]
     key = (group, version, rest[0] if rest else "")
-    if (key not in KINDS and key != ACCESS_REVIEWS) or len(rest) > 3 or (group, version) in emu.unserved:
+    if (key not in emu.store.kinds and key != ACCESS_REVIEWS) or len(rest) > 3 or (group, version) in emu.unserved:
         raise ApiError(404, "NotFound", "the server could not find the requested resource")
     return key, namespace, (rest[1] if len(rest) > 1 else None), (rest[2] if len(rest) > 2 else None)
 
@@ -462,7 +465,7 @@ def _access_review(emu: Emulator, body: dict) -> dict:
 
 
 def _handle(emu: Emulator, method: str, route: tuple, query: dict, body: Any,
-            headers: dict[str, str]) -> tuple[int, Any]:
+            headers: dict[str, str], content_type: str = "") -> tuple[int, Any]:
     key, namespace, name, sub = route
     store = emu.store
     if key == ACCESS_REVIEWS and method == "POST":
@@ -470,7 +473,7 @@ def _handle(emu: Emulator, method: str, route: tuple, query: dict, body: Any,
     if name is None:
         if method == "GET":
             items, rv = store.list(key, namespace, query.get("labelSelector", ""), query.get("fieldSelector", ""))
-            return 200, {"kind": KINDS[key] + "List", "apiVersion": _gv(key), "metadata": {"resourceVersion": rv},
+            return 200, {"kind": store.kinds[key] + "List", "apiVersion": _gv(key), "metadata": {"resourceVersion": rv},
                          "items": items}
         if method == "POST":
             if namespace and store.find(NAMESPACES, "", namespace) is None:
@@ -482,13 +485,18 @@ def _handle(emu: Emulator, method: str, route: tuple, query: dict, body: Any,
             return 201, created
     elif sub == "log" and key == PODS and method == "GET":
         return _log(emu, namespace, name, query)
-    elif sub in (None, "status"):
+    elif sub is None or sub == "status" and apiext.has_status(store, key):
         if method == "GET":
             return 200, store.get(key, namespace, name)
         if method == "PUT":
+            if key in store.custom and not ((body or {}).get("metadata") or {}).get("resourceVersion"):
+                raise ApiError(422, "Invalid", f'{store.kinds[key]}.{key[0]} "{name}" is invalid: metadata.resourceVersion: '
+                                               "Invalid value: 0x0: must be specified for an update")
             return 200, store.update(key, namespace, name, lambda _: body, status=sub == "status")
         if method == "PATCH":
-            return 200, store.update(key, namespace, name, lambda cur: merge_patch(cur, body), status=sub == "status")
+            custom = key in store.custom
+            return 200, store.update(key, namespace, name, lambda cur: apiext.patched(cur, body, content_type, custom),
+                                     status=sub == "status")
         if method == "DELETE":
             propagation = (body or {}).get("propagationPolicy") or query.get("propagationPolicy")
             return 200, store.delete(key, namespace, name, propagation)

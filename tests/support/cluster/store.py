@@ -58,6 +58,7 @@ EVENTS: Key = ("", "v1", "events")
 CLUSTER_SCOPED = {("", "v1", "namespaces"), ("", "v1", "nodes"), ("rbac.authorization.k8s.io", "v1", "clusterroles"),
                   ("rbac.authorization.k8s.io", "v1", "clusterrolebindings")}
 FOREGROUND = "foregroundDeletion"
+_SERVER_OWNED = ("uid", "creationTimestamp", "generation", "namespace", "name")
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 _LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _LABEL_PREFIX = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -159,7 +160,13 @@ class Store:
 
     def __init__(self, checkers: dict[Key, Checker] | None = None, history: int = 20_000,
                  prune: Callable[[dict, list[str]], dict] | None = None) -> None:
-        self.checkers = checkers or {}
+        self.checkers = dict(checkers or {})
+        #: The kinds served (custom resources are added when their CRD is created, see :mod:`.apiext`).
+        self.kinds: dict[Key, str] = dict(KINDS)
+        self.cluster_scoped: set[Key] = set(CLUSTER_SCOPED)
+        self.custom: dict[Key, Any] = {}  # kinds served from a CRD: apiext.CustomKind
+        #: Called with each object created (``hook(key, obj)``), inside the create.
+        self.on_created: list[Callable[[Key, dict], None]] = []
         self.prune = prune or (lambda obj, paths: obj)
         self.cond = threading.Condition(threading.RLock())
         self.objects: dict[tuple[Key, str, str], dict] = {}
@@ -198,11 +205,11 @@ class Store:
         meta = obj.setdefault("metadata", {})
         name = meta.get("name") or ""
         if not _NAME.match(name) or len(name) > 253:
-            raise ApiError(422, "Invalid", f"{KINDS[key]} {name!r} is invalid: metadata.name: Invalid value")
+            raise ApiError(422, "Invalid", f"{self.kinds[key]} {name!r} is invalid: metadata.name: Invalid value")
         group_version = f"{key[0]}/{key[1]}" if key[0] else key[1]
-        if obj.get("kind") != KINDS[key] or obj.get("apiVersion") != group_version:
+        if obj.get("kind") != self.kinds[key] or obj.get("apiVersion") != group_version:
             raise ApiError(400, "BadRequest", f"the object is a {obj.get('kind')} of {obj.get('apiVersion')}, "
-                                              f"not a {KINDS[key]} of {group_version}")
+                                              f"not a {self.kinds[key]} of {group_version}")
         for hook in self.admission:
             obj = hook(key, obj)
         obj = self._checked(key, obj, validation, warnings)
@@ -210,14 +217,22 @@ class Store:
             if (key, namespace, name) in self.objects:
                 raise ApiError(409, "AlreadyExists", f'{key[2]} "{name}" already exists', {"name": name})
             # The status subresource: status is not taken from a create (a pod starts Pending).
-            obj["status"] = {"phase": "Pending"} if key == PODS else {}
-            if key != PODS:
-                obj.pop("status")
+            if key == PODS:
+                obj["status"] = {"phase": "Pending"}
+            elif self._has_status(key):
+                obj.pop("status", None)
             meta.update(namespace=namespace, uid=str(uuid.uuid4()), generation=1, creationTimestamp=_now())
             meta["resourceVersion"] = self._bump()
             self.objects[(key, namespace, name)] = obj
             self._emit(key, namespace, "ADDED", obj)
+            for created in self.on_created:
+                created(key, obj)
             return _copy(obj)
+
+    def _has_status(self, key: Key) -> bool:
+        from .apiext import has_status
+
+        return has_status(self, key)
 
     def _checked(self, key: Key, obj: dict, validation: str, warnings: list[str] | None) -> dict:
         name = obj["metadata"]["name"]
@@ -228,12 +243,12 @@ class Store:
             errors += label_errors(template.get("labels"), "spec.template.metadata.labels")
         if unknown and validation == "Strict":
             fields = ", ".join(f'unknown field "{u}"' for u in unknown)
-            raise ApiError(400, "BadRequest", f'{KINDS[key]} in version "{key[1]}" cannot be handled as a '
-                                              f"{KINDS[key]}: strict decoding error: {fields}")
+            raise ApiError(400, "BadRequest", f'{self.kinds[key]} in version "{key[1]}" cannot be handled as a '
+                                              f"{self.kinds[key]}: strict decoding error: {fields}")
         if errors:
             causes = [{"reason": "FieldValueInvalid", "message": e} for e in errors]
-            raise ApiError(422, "Invalid", f'{KINDS[key]}.{key[0]} "{name}" is invalid: {"; ".join(errors[:3])}',
-                           {"name": name, "kind": KINDS[key], "causes": causes})
+            raise ApiError(422, "Invalid", f'{self.kinds[key]}.{key[0]} "{name}" is invalid: {"; ".join(errors[:3])}',
+                           {"name": name, "kind": self.kinds[key], "causes": causes})
         if unknown and warnings is not None and validation == "Warn":
             warnings += [f'unknown field "{u}"' for u in unknown]
         return self.prune(obj, unknown) if unknown else obj
@@ -269,13 +284,23 @@ class Store:
             if wanted and wanted != current["metadata"]["resourceVersion"]:
                 raise ApiError(409, "Conflict", f'Operation cannot be fulfilled on {key[2]} "{name}": '
                                                 "the object has been modified; please apply your changes to the latest version")
+            from .apiext import generation_changed
+
             if status:
                 current["status"] = new.get("status") or {}
             else:
-                if new.get("spec") != current.get("spec"):
-                    current["metadata"]["generation"] += 1
-                new["status"], new["metadata"] = current.get("status"), {**current["metadata"], **(new.get("metadata") or {})}
+                if self._has_status(key):
+                    new["status"] = current.get("status")
+                # What the server owns stays its own, whatever the client sent back.
+                owned = {k: current["metadata"][k] for k in _SERVER_OWNED if k in current["metadata"]}
+                new["metadata"] = {**current["metadata"], **(new.get("metadata") or {}), **owned}
+                if generation_changed(self, key, current, new):
+                    new["metadata"]["generation"] += 1
                 current = new
+            if current.get("status") is None:
+                current.pop("status", None)
+            if key in self.custom:  # a custom resource is validated on every write (built-in kinds: on create)
+                current = self._checked(key, current, "Ignore", None)
             current["metadata"]["resourceVersion"] = self._bump()
             self.objects[(key, namespace, name)] = current
             self._emit(key, namespace, "MODIFIED", current)
