@@ -34,13 +34,14 @@ def check(
 ) -> None:
     """Compare the newest experiment with its series (or CANDIDATE with BASE) on every trial × metric; exit 1 on a regression."""
     from ..analyse.family import run_family
+    from ..analyse.gating import pair_check, series_check
     from ..errors import SpecError
     from ..present.check import headline, junit as junit_xml, markdown
 
     if len(targets) not in (1, 2):
         raise SpecError(f"check takes NAME or BASE CANDIDATE, got {len(targets)} arguments")
     db = open_store_of(store)
-    title, base_text, tests = (_series_tests if len(targets) == 1 else _pair_tests)(db, targets, metric, threshold, window)
+    title, base_text, tests = (series_check if len(targets) == 1 else pair_check)(db, targets, metric, threshold, window)
     if not tests:
         raise SpecError(f"nothing to check: no trial of {title} has values of the metrics asked")
     outcomes = run_family(tests, correction.value, alpha)
@@ -53,50 +54,3 @@ def check(
         junit.write_bytes(junit_xml(outcomes, title))
     print(headline(outcomes), file=sys.stderr)
     raise typer.Exit(1 if any(o.fails for o in outcomes) else 0)
-
-
-def _metrics(record, asked: Optional[list[str]]) -> list[tuple[str, str]]:
-    from ..errors import SpecError
-
-    declared = [m["name"] for m in record.declared_metrics()]
-    names = asked or declared
-    if not names:
-        raise SpecError(f"experiment {record.id!r} declares no metrics: choose them with --metric")
-    return [record.metric_goal(name) for name in names]
-
-
-def _thresholds(db, series: str, given: Optional[float]) -> tuple[dict, float]:
-    from ..analyse.history import DEFAULT_THRESHOLD
-    from ..store.series import noise_floors
-
-    if given is not None:
-        return {}, given
-    return {key: f.spread for key, f in noise_floors(db, series).items()}, DEFAULT_THRESHOLD
-
-
-def _series_tests(db, targets, metric, threshold, window):
-    from ..analyse.gate import series_tests
-    from ..store.series import accepted_changes, read_series, resolve_series
-
-    name = targets[0]
-    series = resolve_series(db, name)
-    data = read_series(db, series)
-    candidate = name if name in {e.id for e in data.experiments} else data.experiments[-1].id
-    record = db.experiment(candidate)
-    thresholds, default = _thresholds(db, series, threshold)
-    baselines, tests = series_tests(data, candidate, _metrics(record, metric), thresholds, default,
-                                    accepted_changes(db, series), window)
-    used = sorted({e for ids in baselines.values() for e in ids})
-    base_text = f"{len(used)} earlier experiment{'s' * (len(used) != 1)} of series `{series}`"
-    return f"{series} · {candidate}", base_text, tests
-
-
-def _pair_tests(db, targets, metric, threshold, window):
-    from ..analyse.gate import pair_tests
-
-    base, candidate = targets
-    db.experiment(base)
-    record = db.experiment(candidate)
-    thresholds, default = _thresholds(db, record.series or record.name, threshold)
-    tests = pair_tests(db.runs(base), db.runs(candidate), _metrics(record, metric), thresholds, default)
-    return f"{candidate} vs {base}", f"`{base}`", tests

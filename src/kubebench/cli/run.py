@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import signal
 import sys
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -33,6 +33,9 @@ def run(
         "--metrics-port", metavar="PORT", min=1, max=65535, help="Serve Prometheus /metrics on 127.0.0.1:PORT while it runs.")] = None,
     label: Annotated[Optional[list[str]], typer.Option(
         "--label", metavar="KEY=VALUE", help="Label the experiment: key=value (e.g. version=1.4.2, commit=abc123); repeatable.")] = None,
+    benchmark_ref: Annotated[Optional[str], typer.Option(
+        "--benchmark-ref", metavar="NS/NAME/UID", hidden=True,
+        help="The Benchmark resource this runner runs for (set by `kubebench operator`): its status is kept current.")] = None,
 ) -> None:
     """Plan, run and record a benchmark, then print its results per trial.
 
@@ -61,11 +64,11 @@ def run(
         render_trials(experiment, make_backend(loaded))  # what `run` refuses, a dry run refuses too
         console.print(plan_table(experiment.plan))
         return
-    failed = _execute(experiment, config, console, metrics_port)
+    failed = _execute(experiment, config, console, metrics_port, benchmark_ref)
     raise typer.Exit(1 if failed else 0)
 
 
-def _execute(experiment, config, console, metrics_port: Optional[int] = None) -> int:
+def _execute(experiment, config, console, metrics_port: Optional[int] = None, benchmark_ref: Optional[str] = None) -> int:
     from ..cancel import Cancel, stop_signals
     from ..present.progress import RichProgress
     from ..runner import execute
@@ -79,9 +82,21 @@ def _execute(experiment, config, console, metrics_port: Optional[int] = None) ->
 
         server = serve_metrics(store, metrics_port)
     cancel = Cancel()
+    writer = None
+    if benchmark_ref is not None:
+        from ..operator.progress import StatusWriter
+
+        writer = StatusWriter(benchmark_ref, store, exp_id)
     try:
-        with stop_signals(cancel, exp_id), RichProgress(console) as progress:
+        with stop_signals(cancel, exp_id), RichProgress(console) as shown:
+            progress: Any = shown
+            if writer is not None:
+                from ..operator.progress import Both
+
+                progress = Both(shown, writer)
             execute(experiment, store, progress, cancel=cancel)
+            if writer is not None:
+                writer.finish()
     except KeyboardInterrupt:  # Ctrl-C, or Cancelled (SIGINT, SIGTERM through stop_signals)
         signum = cancel.signal or signal.SIGINT
         make_console(stderr=True).print(f"interrupted ({signal.Signals(signum).name}): the runs in flight were "

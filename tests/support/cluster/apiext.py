@@ -57,6 +57,7 @@ def register(store: Store) -> None:
     """Serve CRDs and Leases from ``store``, and every CRD created in it from then on."""
     store.kinds[CRDS] = "CustomResourceDefinition"
     store.kinds[LEASES] = "Lease"
+    store.kinds[("", "v1", "secrets")] = "Secret"
     store.cluster_scoped.add(CRDS)
     store.on_created.append(lambda key, obj: install(store, obj) if key == CRDS else None)
 

@@ -279,7 +279,7 @@ class Kubelet:
         argv = self.s.argv(box.spec)
         mounts = pod.mounts.get(box.name) or []
         if argv not in (None, SSHD):  # $(VAR) in the command, from the container's environment
-            argv = tuple(on_mounts(expand(a, {**self.s.env_of(box.spec), **pod.env}), mounts) for a in argv)
+            argv = tuple(on_mounts(expand(a, {**self.s.env_of(box.spec, pod.job.namespace), **pod.env}), mounts) for a in argv)
         block = None if argv in (None, SSHD) or self.s.simulate is not None else self.s.before_start(pod, box, path)
         if block == "wait":  # an init container of the operator's is still waiting
             changed, box.reason = box.reason != "PodInitializing", "PodInitializing"
@@ -302,7 +302,7 @@ class Kubelet:
             path.write_text(block[1])
             box.ends, box.code = time.monotonic(), block[0]
         else:
-            env = self.s.network.pod_env(pod, {**os.environ, **self.s.env_of(box.spec), **pod.env})
+            env = self.s.network.pod_env(pod, {**os.environ, **self.s.env_of(box.spec, pod.job.namespace), **pod.env})
             env = {k: on_mounts(v, mounts) for k, v in env.items()}
             workdir = on_mounts(path_of(box.spec.get("workingDir") or "", self.s.mount_path, self.s.local_root), mounts)
             with open(path, "wb") as log:

@@ -26,6 +26,7 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
+from .jobpolicy import judge
 from .kubelet import PodSim
 from .store import ApiError
 
@@ -339,7 +340,12 @@ class JobController(Controller):
             job.start_time = float(int(time.time()))
         completions = int(spec.get("completions") or spec.get("parallelism") or 1)
         pods = job.pods
-        failures = sum(p.phase == "Failed" for p in pods) + sum(b.restarts for p in pods for b in p.boxes)
+        judged = {p.name: judge(spec.get("podFailurePolicy"), p, job.namespace) for p in pods if p.phase == "Failed"}
+        fail_job = next((message for action, message in judged.values() if action == "FailJob"), None)
+        if fail_job is not None:
+            self.delete_pods(job, "Running")
+            return self.finish(job, "Failed", "PodFailurePolicy", fail_job, None)
+        failures = sum(action == "Count" for action, _ in judged.values()) + sum(b.restarts for p in pods for b in p.boxes)
         if failures > int(spec.get("backoffLimit", 6)):
             self.delete_pods(job, "Running")
             return self.finish(job, "Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit", None)

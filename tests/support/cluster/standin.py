@@ -336,10 +336,26 @@ class OperatorStandIn:
             return SSHD
         return local_argv(argv)
 
-    def env_of(self, spec: dict) -> dict[str, str]:
-        """The container's own environment (values only), with the claim mapped to its local folder."""
-        return {e["name"]: path_of(str(e.get("value", "")), self.mount_path, self.local_root)
-                for e in spec.get("env") or [] if "value" in e}
+    def env_of(self, spec: dict, namespace: str = "") -> dict[str, str]:
+        """The container's own environment, with the claim mapped to its local folder: values, and
+        keys of Secrets and ConfigMaps (``valueFrom``), as the kubelet resolves them."""
+        env = {}
+        for e in spec.get("env") or []:
+            value = e.get("value") if "value" in e else self._value_from(e.get("valueFrom") or {}, namespace)
+            if value is not None:
+                env[e["name"]] = path_of(str(value), self.mount_path, self.local_root)
+        return env
+
+    def _value_from(self, source: dict, namespace: str) -> str | None:
+        import base64
+
+        for key, plural, field in (("secretKeyRef", "secrets", "data"), ("configMapKeyRef", "configmaps", "data")):
+            ref = source.get(key)
+            if ref is not None:
+                obj = self.store.find(("", "v1", plural), namespace, ref.get("name", ""))
+                value = ((obj or {}).get(field) or {}).get(ref.get("key", ""))
+                return base64.b64decode(value).decode() if value is not None and key == "secretKeyRef" else value
+        return None
 
     def before_start(self, pod: PodSim, box: Box, path: Path) -> tuple[int, str] | str | None:
         """What the cluster does to a container about to start: None (it runs), ``"wait"`` (not yet),

@@ -68,6 +68,11 @@ class Informer:
         with self._lock:
             return uid is not None and self._deleted.get(name) == uid
 
+    def names(self) -> list[str]:
+        """The names of every object in the cache."""
+        with self._lock:
+            return list(self._objects)
+
     def matching(self, label: str, value: str) -> list[dict]:
         """Objects whose label ``label`` is ``value``."""
         with self._lock:

@@ -3,6 +3,8 @@ finds its own object; one left over by an earlier attempt is replaced), wait for
 
 from __future__ import annotations
 
+import json
+import os
 import time
 from typing import Any
 
@@ -11,6 +13,21 @@ from .api import Api, Resource, backoff
 from .handle import SUBMISSION_ANNOTATION
 
 GONE_WAIT_SECONDS = 60.0
+#: Set by the Benchmark controller in its runner's pod: the owner reference (JSON) of every job the
+#: runner makes, so that deleting the Benchmark deletes them (``kubebench operator``).
+OWNER_ENV = "KUBEBENCH_JOB_OWNER"
+
+
+def with_owner(manifest: dict[str, Any]) -> dict[str, Any]:
+    """``manifest`` owned by the runner's Benchmark, when the runner has one."""
+    text = os.environ.get(OWNER_ENV)
+    if not text:
+        return manifest
+    owner = json.loads(text)
+    meta = manifest.setdefault("metadata", {})
+    refs = [r for r in meta.get("ownerReferences") or [] if r.get("uid") != owner.get("uid")]
+    meta["ownerReferences"] = [*refs, owner]
+    return manifest
 
 
 def not_served(api: Api, resource: Resource) -> str | None:
@@ -27,6 +44,7 @@ def not_served(api: Api, resource: Resource) -> str | None:
 def create(api: Api, resource: Resource, namespace: str, manifest: dict[str, Any], token: str) -> dict:
     """Create the object ``manifest``; a create retried after its answer was lost finds its own
     object (by ``token``), an object of the same name left by an earlier attempt is deleted and replaced."""
+    manifest = with_owner(manifest)
     name = manifest["metadata"]["name"]
     for _ in range(3):
         try:

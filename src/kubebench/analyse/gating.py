@@ -1,0 +1,62 @@
+"""The tests ``kubebench check`` runs, read from the store: the newest experiment of a series (or a
+given one) against the experiments before it, or CANDIDATE against BASE; shared by the CLI and the
+Benchmark runner's gate (``spec.gate`` of a Benchmark resource)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from .compare import Goal
+from .family import Check
+from .gate import WINDOW
+
+
+def _metrics(record, asked: Optional[list[str]]) -> list[tuple[str, Goal]]:
+    from ..errors import SpecError
+
+    declared = [m["name"] for m in record.declared_metrics()]
+    names = asked or declared
+    if not names:
+        raise SpecError(f"experiment {record.id!r} declares no metrics: choose them with --metric")
+    return [record.metric_goal(name) for name in names]
+
+
+def _thresholds(db, series: str, given: Optional[float]) -> tuple[dict, float]:
+    from ..store.series import noise_floors
+    from .history import DEFAULT_THRESHOLD
+
+    if given is not None:
+        return {}, given
+    return {key: f.spread for key, f in noise_floors(db, series).items()}, DEFAULT_THRESHOLD
+
+
+def series_check(db, targets: list[str], metric: Optional[list[str]] = None, threshold: Optional[float] = None,
+                 window: int = WINDOW) -> tuple[str, str, list[Check]]:
+    """(title, what the candidate is checked against, the tests) for ``[NAME]``: a series or an experiment."""
+    from ..store.series import accepted_changes, read_series, resolve_series
+    from .gate import series_tests
+
+    name = targets[0]
+    series = resolve_series(db, name)
+    data = read_series(db, series)
+    candidate = name if name in {e.id for e in data.experiments} else data.experiments[-1].id
+    record = db.experiment(candidate)
+    thresholds, default = _thresholds(db, series, threshold)
+    baselines, tests = series_tests(data, candidate, _metrics(record, metric), thresholds, default,
+                                    accepted_changes(db, series), window)
+    used = sorted({e for ids in baselines.values() for e in ids})
+    base_text = f"{len(used)} earlier experiment{'s' * (len(used) != 1)} of series `{series}`"
+    return f"{series} · {candidate}", base_text, tests
+
+
+def pair_check(db, targets: list[str], metric: Optional[list[str]] = None, threshold: Optional[float] = None,
+               window: int = WINDOW) -> tuple[str, str, list[Check]]:
+    """(title, what the candidate is checked against, the tests) for ``[BASE, CANDIDATE]``."""
+    from .gate import pair_tests
+
+    base, candidate = targets
+    db.experiment(base)
+    record = db.experiment(candidate)
+    thresholds, default = _thresholds(db, record.series or record.name, threshold)
+    tests = pair_tests(db.runs(base), db.runs(candidate), _metrics(record, metric), thresholds, default)
+    return f"{candidate} vs {base}", f"`{base}`", tests
