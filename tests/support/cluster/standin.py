@@ -349,11 +349,11 @@ class OperatorStandIn:
     def _value_from(self, source: dict, namespace: str) -> str | None:
         import base64
 
-        for key, plural, field in (("secretKeyRef", "secrets", "data"), ("configMapKeyRef", "configmaps", "data")):
+        for key, plural in (("secretKeyRef", "secrets"), ("configMapKeyRef", "configmaps")):
             ref = source.get(key)
             if ref is not None:
                 obj = self.store.find(("", "v1", plural), namespace, ref.get("name", ""))
-                value = ((obj or {}).get(field) or {}).get(ref.get("key", ""))
+                value = ((obj or {}).get("data") or {}).get(ref.get("key", ""))
                 return base64.b64decode(value).decode() if value is not None and key == "secretKeyRef" else value
         return None
 
