@@ -233,3 +233,27 @@ def test_the_example_benchmark_resource_runs_from_its_configmap(operated) -> Non
     assert done["progress"] == "1/1" and float(done["primary"]["median"]) > 0
     assert done["gate"]["verdict"] == "nothing-to-compare"
     assert conditions(cluster, "v1-compat")["Regressed"] == ("Unknown", "NothingToCompare")
+
+
+def policy_of(rules: list[dict]) -> set[tuple[str, str, str]]:
+    return {(verb, group, resource) for rule in rules for group in rule["apiGroups"] for resource in rule["resources"]
+            for verb in rule["verbs"]}
+
+
+@pytest.mark.slow
+def test_the_deployed_roles_are_all_the_controller_and_its_runner_need(operated) -> None:
+    from kubebench import deploy
+    from kubebench.operator.manifests import operator_manifests
+
+    cluster, start = operated
+    docs = operator_manifests(cluster.namespace)
+    roles = [d for d in docs if d["kind"] == "Role"]
+    theirs = [d for d in deploy.manifests(namespace="x") if d["kind"] in ("Role", "ClusterRole")]
+    allowed = policy_of([r for role in roles + theirs for r in role["rules"]])
+    cluster.api.allow(*allowed)
+    start(leader_elect=True, identity="only", lease_duration=2.0, renew_deadline=1.5, retry_period=0.2)
+    apply(cluster, "rbac", spec(repeats=1))
+    done = until_state(cluster, "rbac", "Succeeded", "Failed", timeout=60)
+    assert done["state"] == "Succeeded", done
+    assert {(r.method, r.path) for r in cluster.api.requests if r.code == 403} <= {("GET", f"/api/v1/namespaces/{cluster.namespace}")}
+    assert [d["kind"] for d in docs][0] == "CustomResourceDefinition"

@@ -30,6 +30,7 @@ def manifests(
         "--label", metavar="KEY=VALUE", help="Label every experiment the runner starts (run --label); repeatable.")] = None,
     dashboard: Annotated[bool, typer.Option("--dashboard/--no-dashboard", help="The read-only dashboard (Deployment + Service).")] = True,
     node_access: Annotated[bool, typer.Option("--node-access/--no-node-access", help="A ClusterRole to read nodes (GPU product in the provenance).")] = True,
+    operator: Annotated[bool, typer.Option("--operator", help="The Benchmark CRD and its controller (kubebench operator) instead of a runner: each Benchmark resource gets its own.")] = False,
 ) -> None:
     """Print the Namespace, claim, store, RBAC, spec ConfigMap, runner (Job or CronJob) and dashboard
     (YAML, for `kubectl apply -f -`)."""
@@ -48,7 +49,13 @@ def manifests(
             raise SpecError(f"{spec}: cannot read the spec: {e}") from e
     options = Options(namespace, image or DEFAULT_IMAGE, storage_size, storage_class, files,
                       spec.name if spec else "benchmark.yaml", experiment_id, store_url, schedule, labels, dashboard, node_access)
-    sys.stdout.write("---\n".join(dump_yaml(doc) for doc in build(options)))
+    docs = build(options)
+    if operator:
+        from ..operator.manifests import operator_manifests
+
+        runner = {"Job", "CronJob"}
+        docs = [d for d in docs if d["kind"] not in runner] + operator_manifests(namespace, options.image)
+    sys.stdout.write("---\n".join(dump_yaml(doc) for doc in docs))
 
 
 @deploy_app.command("crd")

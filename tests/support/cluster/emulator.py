@@ -449,7 +449,7 @@ def _authorize(emu: Emulator, method: str, route: tuple, query: dict) -> None:
     (key, namespace, _, sub) = route
     if key == ACCESS_REVIEWS:
         return  # every user may ask what it may do
-    verb, resource = _verb(method, route, query), key[2] + (f"/{sub}" if sub and sub != "status" else "")
+    verb, resource = _verb(method, route, query), key[2] + (f"/{sub}" if sub else "")  # status too: benchmarks/status
     if not emu.allowed(verb, key[0], resource):
         scope = f' in the namespace "{namespace}"' if namespace else " at the cluster scope"
         raise ApiError(403, "Forbidden", f'{key[2]}{"." + key[0] if key[0] else ""} is forbidden: User "{USER}" '
