@@ -97,7 +97,7 @@ def main() -> None:
         wait(lambda: states(emu).get("Pending", 0) == n, 300, "every Benchmark Pending with its runner Job")
         accepted = time.monotonic() - t0
         created = Counter(category(r) for r in emu.requests)
-        for (k, ns, name), obj in list(emu.store.objects.items()):
+        for k, ns, name in list(emu.store.objects):
             if k == JOBS:
                 emu.store.update(JOBS, ns, name, lambda o: {**o, "status": {"startTime": "2026-12-02T00:00:00Z", "completionTime": "2026-12-02T00:01:00Z",
                                                                             "conditions": [{"type": "Complete", "status": "True"}]}}, status=True)
