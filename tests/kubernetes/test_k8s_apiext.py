@@ -132,3 +132,31 @@ def test_deleting_a_custom_resource_collects_what_it_owns(api, emulator: Emulato
     custom.delete_namespaced_custom_object(GROUP, VERSION, "ns", PLURAL, "b")
     wait_for(lambda: not any(k[1] == "ns" and k[0][2] in ("jobs", "pods", "configmaps") for k in emulator.store.objects),
              what="the Benchmark's dependents collected")
+
+
+def test_the_dashboard_lists_the_benchmarks_of_its_namespace(api, emulator: Emulator, tmp_path: Path, monkeypatch) -> None:
+    from fastapi.testclient import TestClient
+
+    from kubebench.store.store import open_store
+    from kubebench.web import benchmarks
+    from kubebench.web.app import make_app
+
+    monkeypatch.setenv("KUBECONFIG", str(emulator.kubeconfig(tmp_path / "kc2", "ns")))
+    benchmarks._cache.clear()
+    created = emulator.store.create(BENCHMARKS, "ns", benchmark("shown"))
+    emulator.store.update(BENCHMARKS, "ns", "shown", lambda o: {**o, "status": {
+        "state": "Running", "progress": "3/12", "experimentId": "shown-1234", "primary": {"metric": "v", "median": "812.5", "unit": "img/s"},
+        "gate": {"verdict": "unchanged"}}}, status=True)
+    assert created["metadata"]["name"] == "shown"
+    with TestClient(make_app(open_store(f"sqlite:///{tmp_path}/s.db")), base_url="http://127.0.0.1") as client:
+        answer = client.get("/api/benchmarks").json()
+        page = client.get("/").text
+    assert answer["available"] and answer["namespace"] == "ns"
+    (row,) = answer["items"]
+    assert row == {**row, "name": "shown", "state": "Running", "progress": "3/12", "primary": "812.5", "unit": "img/s",
+                   "verdict": "unchanged", "link": "/experiments/shown-1234"}
+    assert 'id="benchmarks"' in page and "/static/benchmarks.js" in page
+    monkeypatch.delenv("KUBECONFIG")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    benchmarks._cache.clear()
+    assert benchmarks.listing() == {"available": False, "namespace": None, "reason": "no cluster configured", "items": []}

@@ -26,7 +26,7 @@ def make_app(store, settings=None, token: str | None = None, read_only: bool = F
 
     from .. import __version__
     from ..monitor.exposition import make_registry
-    from . import api, history, pages
+    from . import api, benchmarks, history, pages
     from .auth import BodyLimit
     from .headers import LOOPBACK_HOSTS, SecurityHeaders
     from .launcher import Launcher
@@ -54,6 +54,7 @@ def make_app(store, settings=None, token: str | None = None, read_only: bool = F
     web.add_middleware(SecurityHeaders)
     web.add_middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts or LOOPBACK_HOSTS), www_redirect=False)
     web.include_router(api.router)
+    web.include_router(benchmarks.router)  # the Benchmark resources of the namespace (kubebench.web.benchmarks)
     _api_docs(web)
     web.include_router(pages.router)
     web.include_router(history.router)  # series history, sparklines, runs table (kubebench.web.history)
