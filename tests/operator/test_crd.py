@@ -182,3 +182,20 @@ def test_kubebench_deploy_crd_prints_the_generated_crd() -> None:
     result = CliRunner().invoke(app, ["deploy", "crd"])
     assert result.exit_code == 0, result.output
     assert yaml.safe_load(result.output) == crd()
+
+
+def test_deploy_manifests_operator_adds_the_crd_and_controller_instead_of_a_runner() -> None:
+    from typer.testing import CliRunner
+
+    from kubebench.cli import app
+
+    result = CliRunner().invoke(app, ["deploy", "manifests", "--operator", "-n", "bench"])
+    assert result.exit_code == 0, result.output
+    docs = list(yaml.safe_load_all(result.output))
+    kinds = [d["kind"] for d in docs]
+    assert "CustomResourceDefinition" in kinds and "Job" not in kinds and "CronJob" not in kinds
+    (deployment,) = [d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"] == "kubebench-operator"]
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["command"] == ["kubebench", "operator", "--leader-elect"]
+    roles = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Role"}
+    status_rule = {"apiGroups": [GROUP], "resources": [f"{PLURAL}/status"], "verbs": ["patch"]}
+    assert status_rule in roles["kubebench-benchmark-status"]["rules"]

@@ -34,7 +34,8 @@ def rules() -> list[dict[str, Any]]:
 
 def runner_rules() -> list[dict[str, Any]]:
     """What a runner needs of its Benchmark: read it, write its status."""
-    return [{"apiGroups": [GROUP], "resources": [PLURAL], "verbs": ["get"]},
+    # list: the dashboard (the same ServiceAccount) shows the namespace's Benchmarks
+    return [{"apiGroups": [GROUP], "resources": [PLURAL], "verbs": ["get", "list"]},
             {"apiGroups": [GROUP], "resources": [f"{PLURAL}/status"], "verbs": ["patch"]}]
 
 
