@@ -126,3 +126,20 @@ def test_a_failing_key_backs_off_exponentially_until_it_succeeds() -> None:
     assert queue.retry("k") == pytest.approx(0.05)
     queue.shut_down()
     assert queue.get() is None
+
+
+def test_a_schedule_is_a_cronjob_of_runners_each_a_new_experiment() -> None:
+    schedule = {"cron": "0 2 * * *", "concurrencyPolicy": "Replace", "successfulHistoryLimit": 5, "timeZone": "Etc/UTC"}
+    verdict = check(cr(schedule=schedule), None, "spec.benchmark")
+    decision = decide(Observed(cr(schedule=schedule), verdict, now=0))
+    (config_map, cron) = decision.create
+    assert cron["kind"] == "CronJob" and len(cron["metadata"]["name"]) <= 52
+    spec = cron["spec"]
+    assert (spec["schedule"], spec["concurrencyPolicy"], spec["successfulJobsHistoryLimit"], spec["failedJobsHistoryLimit"],
+            spec["timeZone"]) == ("0 2 * * *", "Replace", 5, 3, "Etc/UTC")
+    command = spec["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["command"]
+    assert "--id" not in command and "--benchmark-ref" in command
+    running = {**cron, "status": {"lastScheduleTime": "2026-12-02T02:00:00Z"}}
+    later = decide(Observed({**cr(schedule=schedule), "status": decision.status}, verdict, running, now=1))
+    assert later.status["state"] == "Scheduled" and later.status["lastScheduleTime"] == "2026-12-02T02:00:00Z"
+    assert later.create == ()
