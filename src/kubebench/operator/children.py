@@ -108,7 +108,7 @@ def _job_spec(cr: dict, spec: BenchmarkResourceSpec, with_id: bool) -> dict[str,
     # A runner killed (node drained, OOM) starts again and resumes the experiment (--id); one that ran
     # to its end (1: runs failed, 2: a bad spec) does not, and the Job's condition says which.
     failure = {"rules": [{"action": "FailJob", "onExitCodes": {"containerName": RUNNER, "operator": "In", "values": [1, 2]}},
-                         {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]}
+                         {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]}
     return {"backoffLimit": 3, "podFailurePolicy": failure, "template": _pod(cr, spec, with_id)}
 
 
