@@ -35,6 +35,7 @@ DEPLOY_VARIANTS = {
     "plain": [],
     "spec": ["--spec", str(SPEC), "--id", "nightly", "--label", "version=1.4.2"],
     "schedule": ["--schedule", "0 2 * * *", "--spec", str(SPEC)],
+    "operator": ["--operator"],
     "external store, no dashboard, no node access": ["--store-url", "postgresql+psycopg://kb@db:5432/kb",
                                                       "--no-dashboard", "--no-node-access", "--storage-class", "nfs"],
 }
@@ -77,7 +78,22 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict]]:
     config = KubernetesConfig()
     found["doctor's probe"] = [preflight.probe_job(config, "0123456789ab", ".kubebench-doctor-0123456789ab", "busybox:1.36")]
     found["shipped spec folder"] = [specmap.config_map("example-202601010000-abcd", spec_files_of(SPEC))]
+    found["a Benchmark's runner, spec and schedule"] = benchmark_children()
     return found
+
+
+def benchmark_children() -> list[dict]:
+    """What the Benchmark controller makes: the spec ConfigMap, the runner Job, a schedule's CronJob."""
+    from kubebench.operator import children
+    from kubebench.operator.resource import BenchmarkResourceSpec
+
+    body = yaml.safe_load(SPEC.read_text())
+    cr = {"metadata": {"name": "nightly", "namespace": "bench", "uid": "0123456789ab-cdef"},
+          "spec": {"benchmark": body, "runner": {"storeSecretRef": {"name": "store"}}}}
+    spec = BenchmarkResourceSpec.model_validate(cr["spec"])
+    scheduled = {**cr, "spec": {**cr["spec"], "schedule": {"cron": "0 2 * * *"}}}
+    return [children.spec_map(cr, spec), children.runner_job(cr, spec),
+            children.cron_job(scheduled, BenchmarkResourceSpec.model_validate(scheduled["spec"]))]
 
 
 def test_every_variant_and_example_is_there(made: dict[str, list[dict]]) -> None:
