@@ -72,6 +72,13 @@ class StorageError(KubebenchError):
     (a read-only folder, a full disk)."""
 
 
+class DataError(KubebenchError):
+    """A dataset could not be fetched, verified or prepared (a checksum mismatch, a URL not found or
+    timing out, a prepare step failing): the experiment stops before its runs, nothing marked ready."""
+
+    exit_code = 1
+
+
 class ExportError(KubebenchError):
     """An export target (MLflow, a file format) is missing its package or refused the data."""
 

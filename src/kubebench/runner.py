@@ -17,6 +17,7 @@ from . import ids, registry
 from .attempts import INTERRUPTED, dump_yaml, execute_run, log_tail  # noqa: F401  (dump_yaml, log_tail: API)
 from .backends.base import Backend, Lifecycle
 from .cancel import Cancel
+from .data import prepare_data
 from .errors import Cancelled
 from .experiment import Experiment
 from .locks import ExperimentLock
@@ -122,6 +123,7 @@ def _execute(experiment: Experiment, store: Store, progress: Progress, width: in
     record = record_experiment(experiment, store)
     # We hold the experiment's lock: a run still `running` was left so by a runner that is gone.
     store.interrupt_running(plan.experiment_id, INTERRUPTED)
+    prepare_data(experiment, backend, store)  # before the first run, outside every run's time
     # Any run tried before and not done may have left processes behind (its runner killed, then the
     # run marked failed by whoever saw it die): they are stopped before it is redone.
     leftovers = {r.run_id for r in store.runs(plan.experiment_id, include_warmup=True)

@@ -98,6 +98,7 @@ def compare(
         if cost:
             console.print(cell(cost))
     _warn_environments(db, base, candidate)
+    _warn_data(db, base, candidate)
     if fail_on and gate:
         gated = rows if gate[0] == name else compare_experiments(
             base_runs, candidate_runs, gate[0], base_record.metric_goal(gate[0])[1], threshold, correction.value)
@@ -132,6 +133,15 @@ def _warn_environments(db, base: str, candidate: str) -> None:
         return
     for line in provenance_differences(base_envs[0][0], candidate_envs[0][0]):
         make_console(stderr=True).print(cell(f"warning: environments differ: {line}", style="yellow"))
+
+
+def _warn_data(db, base: str, candidate: str) -> None:
+    """Warn when the two experiments read different data (by dataset name: checksums, datasets of one only)."""
+    from ..present.data import data_differences
+    from ..present.text import cell
+
+    for line in data_differences(db.data(base), db.data(candidate)):
+        make_console(stderr=True).print(cell(f"warning: data differ: {line}", style="yellow"))
 
 
 @app.command()
@@ -264,6 +274,9 @@ def report(
     sections = [experiment_section(r, runs[r.id], metric, runs_telemetry(db, runs[r.id])) for r in records]
     base = records[0]
     sections += [comparison_section(base, runs[base.id], r, runs[r.id], metric) for r in records[1:]]
+    from ..present.data import add_data
+
+    add_data(sections, records, {r.id: db.data(r.id) for r in records})
     from .history import history_sections
 
     sections += history_sections(db, records, metric)  # the series' history plot, when there is one

@@ -117,6 +117,7 @@ def show(
     console.print(cell(f"{record.id} · {record.name} · backend {record.backend} · from {record.source}", style="bold"))
     console.print(f"runs: {counts}")
     _print_environment(console, db, experiment_id)
+    _print_data(console, db, record)
     print_results(console, db, experiment_id, metric or (), telemetry)
     _print_failure_logs(console, db, experiment_id)
     _print_attempts(console, db, experiment_id)
@@ -162,6 +163,14 @@ def _print_environment(console, db, experiment_id: str) -> None:
     from ..present.text import cell
 
     for line in environment_lines(db.environments(experiment_id)):
+        console.print(cell(line))
+
+
+def _print_data(console, db, record) -> None:
+    from ..present.data import data_lines
+    from ..present.text import cell
+
+    for line in data_lines(db.data(record.id), record.data_prepare_seconds):
         console.print(cell(line))
 
 

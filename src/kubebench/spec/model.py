@@ -13,6 +13,7 @@ from pydantic import AfterValidator, ConfigDict, Discriminator, Field, Tag, fiel
 
 from .. import METRIC_NAME, registry
 from .base import Model, PluginConfig, parse_duration
+from .data import DataSpec
 from .efficiency import Prices, Reference
 from .telemetry import TelemetryConfig
 
@@ -258,6 +259,8 @@ class BenchmarkSpec(Model):
     reference: list[Reference] = Field(default_factory=list)
     #: Capacity under an SLO: bisection over a load parameter instead of a fixed list of its values.
     search: CapacitySearch | None = None
+    #: Input data fetched or made before the first run, once per cache key (see kubebench.spec.data).
+    data: DataSpec | None = None
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 

@@ -43,6 +43,8 @@ class ExperimentRecord(Record):
     #: the series it belongs to (the spec's ``series:``, else its name) and its run-time labels (schema 7)
     series: str = ""
     labels: dict[str, str] = {}
+    #: seconds spent on its input data before its runs, over all its starts (schema 8; None: no data)
+    data_prepare_seconds: float | None = None
     runs_by_status: dict[str, int] = {}
 
     @field_validator("labels", mode="before")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     Column,
     Float,
@@ -49,6 +50,8 @@ experiments = Table(
     Column("series", String(128), nullable=False, server_default=""),
     Column("labels", JSON, nullable=False, server_default="{}"),
     Index("ix_experiments_series_created_at", "series", "created_at"),
+    # schema 8 (kubebench.data): seconds spent on its input data before its runs (all its starts)
+    Column("data_prepare_seconds", Float),
 )
 
 trials = Table(
@@ -164,4 +167,26 @@ experiment_notes = Table(
     Column("note", Text, nullable=False),
     Column("tags", JSON, nullable=False),
     Column("updated_at", Float, nullable=False),
+)
+
+
+# schema 8 (kubebench.data): the datasets an experiment's trials read — each one's cache key and
+# checksum (its identity), the trials reading it, and the time the experiment spent on it (waiting,
+# checking, preparing: never a run's time); the experiments that used a key are found by it
+experiment_data = Table(
+    "experiment_data",
+    metadata,
+    Column("experiment_id", String(80), ForeignKey("experiments.id", ondelete="CASCADE"), primary_key=True),
+    Column("name", String(64), primary_key=True),
+    Column("key", String(64), nullable=False),
+    Column("checksum", String(96), nullable=False),
+    Column("source", String(16), nullable=False),
+    Column("origin", Text, nullable=False),
+    Column("trials", JSON, nullable=False),
+    Column("files", Integer, nullable=False),
+    Column("bytes", BigInteger, nullable=False),
+    Column("seconds", Float, nullable=False),
+    Column("prepared", Boolean, nullable=False),
+    Column("recorded_at", Float, nullable=False),
+    Index("ix_experiment_data_key", "key"),
 )

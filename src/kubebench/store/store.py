@@ -27,6 +27,7 @@ from .records import (
 
 if TYPE_CHECKING:  # the spec's models cost a third of a second to import; reading results needs none
     from ..plan.plan import Plan
+    from .data_records import DataRecord
 
 
 class Store:
@@ -254,6 +255,28 @@ class Store:
         with self._tx("read provenance") as conn:
             return [(data, n) for data, n in conn.execute(query)]
 
+    def record_data(self, experiment_id: str, found: list[DataRecord], seconds: float) -> None:
+        """Record the datasets one start of the experiment read and the seconds its data step took
+        (see :mod:`.data`); StoreError when a dataset's key changed since an earlier start."""
+        from . import data
+
+        with self._tx("record the experiment's data", write=True) as conn:
+            data.record(conn, experiment_id, found, seconds)
+
+    def data(self, experiment_id: str) -> list[DataRecord]:
+        """The datasets the experiment's trials read (empty without ``data:``, or in stores before schema 8)."""
+        from . import data
+
+        with self._tx("read the experiment's data") as conn:
+            return data.of_experiment(conn, experiment_id)
+
+    def experiments_using(self, keys: Collection[str]) -> dict[str, list[str]]:
+        """The experiments that read each dataset key, oldest first."""
+        from . import data
+
+        with self._tx("read the experiments' data") as conn:
+            return data.experiments_using(conn, keys)
+
     def delete_experiment(self, experiment_id: str) -> int:
         """Delete an experiment with its trials, runs and metrics; return its number of runs."""
         self.experiment(experiment_id)
@@ -264,6 +287,7 @@ class Store:
             conn.execute(delete(m).where(m.c.run_id.in_(run_ids)))
             conn.execute(delete(schema.telemetry).where(schema.telemetry.c.run_id.in_(run_ids)))
             conn.execute(delete(schema.run_attempts).where(schema.run_attempts.c.run_id.in_(run_ids)))
+            conn.execute(delete(schema.experiment_data).where(schema.experiment_data.c.experiment_id == experiment_id))
             deleted = conn.execute(delete(r).where(r.c.experiment_id == experiment_id)).rowcount
             conn.execute(delete(t).where(t.c.experiment_id == experiment_id))
             conn.execute(delete(e).where(e.c.id == experiment_id))
