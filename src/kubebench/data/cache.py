@@ -92,6 +92,11 @@ def tree_digest(folder: Path) -> str:
     return "tree-sha256:" + digest.hexdigest()
 
 
+def complete(marker: Marker, found: TreeStats | None) -> bool:
+    """Whether a folder holds what its marker counted: as many files, as many bytes."""
+    return found is not None and (found.files, found.bytes) == (marker.files, marker.bytes)
+
+
 class DataCache:
     """The datasets of one data root (a local folder: on Kubernetes, where kubebench sees the claim)."""
 
@@ -129,7 +134,7 @@ class DataCache:
             found = tree_stats(folder)
         except OSError:
             return None
-        if (found.files, found.bytes) != (marker.files, marker.bytes):
+        if not complete(marker, found):
             log.warning("dataset %s: %s holds %d files (%d bytes), its marker %d (%d bytes): preparing it again",
                         name, folder, found.files, found.bytes, marker.files, marker.bytes)
             return None
@@ -150,6 +155,7 @@ class DataCache:
         path = self.meta / f"{marker.name}.json"
         tmp = path.with_suffix(f".json.{os.getpid()}.tmp")
         with _storage_errors(f"dataset {marker.name}: cannot mark it ready in {self.meta}"):
+            self.meta.mkdir(parents=True, exist_ok=True)
             tmp.write_text(marker.model_dump_json(indent=2), encoding="utf-8")
             os.replace(tmp, path)
 

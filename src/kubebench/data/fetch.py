@@ -81,8 +81,15 @@ def _checksum_line(line: str) -> tuple[str, str] | None:
 
 
 def fetch_into(fetch: Fetch, base_dir: Path, folder: Path, partial: Path, expected: str, meter: Meter) -> None:
-    """Download the file (resuming ``partial``), verify it and put it into ``folder``; DataError naming
-    the dataset when it cannot."""
+    """:func:`download` then :func:`unpack` into ``folder`` (made if missing)."""
+    download(fetch, base_dir, partial, expected, meter)
+    folder.mkdir(parents=True, exist_ok=True)
+    unpack(fetch, partial, folder)
+
+
+def download(fetch: Fetch, base_dir: Path, partial: Path, expected: str, meter: Meter) -> None:
+    """Download the file into ``partial`` (resuming what it holds) and verify it; DataError naming the
+    dataset when it cannot. Nothing but ``partial`` is written: the dataset's folder is untouched."""
     url = resolve_url(fetch.url, base_dir)
     attempt = 1
     while True:
@@ -104,6 +111,10 @@ def fetch_into(fetch: Fetch, base_dir: Path, folder: Path, partial: Path, expect
         partial.unlink(missing_ok=True)
         raise DataError(f"dataset {fetch.name}: checksum mismatch for {url}: expected sha256 {expected}, "
                         f"got {actual} (the file was deleted; is the URL or the checksum wrong?)")
+
+
+def unpack(fetch: Fetch, partial: Path, folder: Path) -> None:
+    """The verified file into ``folder`` (its ``into``): unpacked, or moved; the partial file removed."""
     try:
         place(partial, folder / fetch.into if fetch.into else folder, file_name(fetch.url), fetch.unpack)
     except OSError as e:
@@ -145,8 +156,9 @@ def _copy(fs, path: str, partial: Path, offset: int, meter: Meter) -> None:
         if offset:
             source.seek(offset)
         with open(partial, "r+b" if offset else "wb") as out:
-            out.seek(offset)
-            out.truncate()
+            if offset:
+                out.seek(offset)
+                out.truncate()
             while chunk := _read(source):
                 try:
                     out.write(chunk)

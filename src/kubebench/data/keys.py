@@ -54,7 +54,10 @@ def input_digests(step: Step, base_dir: Path) -> dict[str, str]:
         candidate = PurePath(arg)
         if arg and not candidate.is_absolute() and ".." not in candidate.parts and (root / candidate).is_file():
             files.add(root / candidate)
-    return {p.relative_to(root).as_posix(): file_sha256(p) for p in sorted(files)}
+    try:
+        return {p.relative_to(root).as_posix(): file_sha256(p) for p in sorted(files)}
+    except OSError as e:
+        raise SpecError(f"data.prepare[{step.name}]: cannot read its input {e.filename}: {e.strerror or e}") from e
 
 
 def file_sha256(path: Path) -> str:

@@ -5,7 +5,8 @@ inputs), then, under the dataset's lock, the cache checked — ready for that ke
 folder is unmarked and emptied, the file fetched (or the step run as a job of the backend), and the
 folder marked ready. Then the datasets and the time the step took are recorded with the experiment,
 apart from its runs' times. Any failure is one DataError (or StorageError) naming the dataset: the
-experiment stops before its runs, and nothing half-made is marked ready.
+experiment stops before its runs, and nothing half-made is marked ready. A file is downloaded and
+verified before the folder it replaces is emptied: a fetch that fails leaves the old data in place.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from ..backends.base import Backend
 from ..errors import StorageError, StoreError
 from ..store.data_records import DataRecord, changed_message
 from .cache import DataCache, Marker, tree_digest, tree_stats
-from .fetch import expected_sha256, fetch_into
+from .fetch import download, expected_sha256, unpack
 from .keys import fetch_key, step_key
 from .plan import DataItem, Fetch, plan_data
 from .progress import Meter, announce, meter
@@ -101,21 +102,23 @@ def ready(keyed: Keyed, cache: DataCache, experiment: Experiment, backend: Backe
 
 
 def _prepare(keyed: Keyed, cache: DataCache, experiment: Experiment, backend: Backend, progress: Meter) -> Marker:
-    """Fetch or make the dataset into its emptied folder; on any failure the folder is removed again."""
+    """Fetch or make the dataset into its emptied folder; on any failure the folder is removed again.
+    A file is downloaded and verified before the folder is touched: a URL that fails keeps what was there."""
     item, source = keyed.item, keyed.item.source
-    cache.invalidate(item.name)
     folder = cache.folder(item.name)
     started = time.monotonic()
+    if isinstance(source, Fetch):
+        assert keyed.sha256 is not None
+        download(source, experiment.loaded.base_dir, cache.partial(keyed.key), keyed.sha256, progress)
+    cache.invalidate(item.name)
     try:
         try:
             if isinstance(source, Fetch):
-                assert keyed.sha256 is not None
                 folder.mkdir(parents=True)
-                fetch_into(source, experiment.loaded.base_dir, folder, cache.partial(keyed.key), keyed.sha256,
-                           progress)
+                unpack(source, cache.partial(keyed.key), folder)
                 checksum = f"sha256:{keyed.sha256}"
             else:
-                run_step(experiment, backend, source, step_paths(experiment, cache.root, source, keyed.key))
+                run_step(experiment, backend, source, step_paths(cache.meta, cache.root, source, keyed.key))
                 checksum = tree_digest(folder)
             stats = tree_stats(folder)
         except OSError as e:

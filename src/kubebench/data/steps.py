@@ -2,10 +2,13 @@
 batch Job on the data volume on Kubernetes — with the same verbs as a run (submit, wait, collect,
 release), so that nothing here tells backends apart.
 
-The step's job has a folder of its own in the experiment's, ``data-<key>/`` (its ``output/`` keeps
-the log, as a run's does), and sees the dataset's folder as its data root's ``<name>/``, given as
-``KUBEBENCH_DATA_PATH``. On Kubernetes with ``storage.isolate`` (the default) its pod mounts that
-folder only, not the rest of the data root.
+The step's job has a folder of its own beside the dataset, ``<data root>/.kubebench/steps/<name>/
+data-<key>/`` (its ``output/`` keeps the log, as a run's does: the dataset's, whichever experiment
+made it), and sees the dataset's folder as ``KUBEBENCH_DATA_PATH``. On Kubernetes with
+``storage.isolate`` (the default) its pod mounts that folder only, not the rest of the data root.
+What a killed preparer left running of the step is stopped before the step runs again (the
+backend's ``reclaim``, as for an interrupted run): its folder is the dataset's, not an experiment's,
+so whoever prepares the dataset next finds it.
 """
 
 from __future__ import annotations
@@ -31,11 +34,10 @@ log = logging.getLogger("kubebench")
 TAIL_LINES = 5
 
 
-def step_paths(experiment: Experiment, data_root: Path, step: Step, key: str) -> RunPaths:
-    """The step's folders as kubebench sees them: its own under the experiment's; its "data root"
-    is the dataset's folder (what its job may write)."""
-    return RunPaths(experiment.settings.experiments_root, data_root / step.name, experiment.plan.experiment_id,
-                    step_id(key))
+def step_paths(meta: Path, data_root: Path, step: Step, key: str) -> RunPaths:
+    """The step's folders as kubebench sees them (see the module's docstring); its "data root" is the
+    dataset's folder: what its job may write."""
+    return RunPaths(meta / "steps", data_root / step.name, step.name, step_id(key))
 
 
 def step_id(key: str) -> str:
@@ -48,8 +50,8 @@ def step_job(experiment: Experiment, backend: Backend, step: Step, paths: RunPat
     environment pointing at its folders as the job sees them."""
     seen = backend.job_paths(paths)
     env = {k: v for k, v in seen.env("", 0).items() if k not in ("KUBEBENCH_TRIAL_ID", "KUBEBENCH_REPEAT")}
-    env |= {"KUBEBENCH_DATA_ROOT": str(PurePath(seen.data_root).parent), "KUBEBENCH_DATA_PATH": str(seen.data_root),
-            "KUBEBENCH_DATASET": step.name}
+    env |= {"KUBEBENCH_EXP_ID": experiment.plan.experiment_id, "KUBEBENCH_DATA_ROOT": str(PurePath(seen.data_root).parent),
+            "KUBEBENCH_DATA_PATH": str(seen.data_root), "KUBEBENCH_DATASET": step.name}
     shape = kinds.JobShape(kind="Job", workers=1, image=step.image or experiment.loaded.spec.job.image,
                            command=step.command, env=step.env, resources=step.resources)
     labels = {kinds.LABEL_PREFIX + "experiment": experiment.plan.experiment_id[:63],
@@ -65,6 +67,10 @@ def run_step(experiment: Experiment, backend: Backend, step: Step, paths: RunPat
     """Run the step until an attempt succeeds or its ``retries`` are spent (DataError then, naming
     the dataset, why, and where its log is). The dataset's folder is emptied before each attempt."""
     job = step_job(experiment, backend, step, paths)
+    try:
+        backend.reclaim([(job, paths)])
+    except BackendError as e:  # submitting replaces a leftover job anyway
+        log.warning("dataset %s: could not stop what an earlier preparation left running: %s", step.name, e)
     attempts = step.retries + 1
     for attempt in range(1, attempts + 1):
         _fresh(paths)

@@ -72,3 +72,22 @@ def add_data(sections: list, records: Sequence, data: dict[str, Sequence[DataRec
     for section, candidate in zip(sections[len(records):], records[1:]):
         lines = data_differences(data[base.id], data[candidate.id])
         section.tables += [f"<p class='warning'>warning: data differ: {html.escape(line)}</p>" for line in lines]
+
+
+def datasets_table(found: Sequence, root: str):
+    """``kubebench data ls``: one row per dataset of a data root."""
+    import time
+
+    from .tables import new_table
+    from .text import cell
+
+    table = new_table(f"datasets in {root}")
+    for name in ("dataset", "state", "files", "size", "key", "checksum", "prepared", "experiments"):
+        table.add_column(name)
+    for e in found:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(e.prepared_at)) if e.prepared_at else ""
+        state = "ready" if e.ready else ("changed" if e.key else "not ready")
+        users = ", ".join(e.experiments[-3:]) + (f" (+{len(e.experiments) - 3})" if len(e.experiments) > 3 else "")
+        table.add_row(cell(e.name), state, f"{e.files:,}", si(e.bytes, "bytes"), e.key,
+                      short_checksum(e.checksum) if e.checksum else "", when, cell(users))
+    return table

@@ -9,6 +9,11 @@ Rank 0 prints ``images/sec: <global rate>`` (summed over replicas) and a ``KUBEB
 with ``images_per_sec``, ``step_time_p50/p90/p99`` (seconds, measured steps only) and
 ``peak_memory_bytes`` (largest over replicas: CUDA allocations, or the process's peak RSS on CPU),
 and writes every step's time, warm-up included, to ``$KUBEBENCH_EXP_OUTPUT_PATH/step_times.json``.
+
+``--data`` naming an image folder (``<class>/<image>.jpg``, see ``workloads.images``) reads real
+files: a DataLoader with ``--loader-workers`` processes decodes the JPEGs, and the metrics add
+``data_wait_fraction`` (the share of the measured steps' time spent waiting for a batch, largest over
+replicas) and ``data_wait_p50`` (seconds).
 Every rank ends with ``rank R of N: params_sha256=… own_rate=…`` (see ``measure.report_replicas``).
 """
 
@@ -22,9 +27,17 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from . import data as datasets
+from . import data as datasets, images as image_files
 from .distributed import MODES, Group, MpiGradients, setup
-from .measure import params_digest, peak_rss_bytes, print_header, report_replicas, report_throughput, write_step_times
+from .measure import (
+    params_digest,
+    peak_rss_bytes,
+    percentile,
+    print_header,
+    report_replicas,
+    report_throughput,
+    write_step_times,
+)
 from .models import AMP_MODES, MODELS, autocast, build_model, compiled, prepare
 from .options import non_negative, positive, positive_float
 
@@ -39,7 +52,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--steps", type=positive, default=20, help="measured steps")
     p.add_argument("--warmup-steps", type=non_negative, default=5, help="steps run before measuring (not reported)")
     p.add_argument("--data", default=datasets.SYNTHETIC,
-                   help="'synthetic', or a dataset folder (absolute or under $KUBEBENCH_DATA_ROOT)")
+                   help="'synthetic', or a dataset folder (absolute or under $KUBEBENCH_DATA_ROOT): .npy "
+                        "arrays, or an image folder (<class>/<image>.jpg)")
+    p.add_argument("--loader-workers", type=non_negative, default=0,
+                   help="image folder: DataLoader worker processes decoding images (0: the training process)")
     p.add_argument("--image-size", type=positive, default=32, help="height and width of synthetic images")
     p.add_argument("--channels", type=positive, default=3, help="input image channels")
     p.add_argument("--num-classes", type=positive, default=10)
@@ -63,7 +79,12 @@ def input_batches(args: argparse.Namespace, group: Group, memory_format: torch.m
         labels = torch.randint(0, args.num_classes, (args.batch_size,), generator=gen)
         fixed = (images.to(group.device, memory_format=memory_format), labels.to(group.device))
         return lambda _step: fixed
-    shard = datasets.open_split(datasets.resolve(args.data), "train", args.batch_size, group.rank, group.world_size)
+    folder = datasets.resolve(args.data)
+    if not (folder / "train_images.npy").exists() and image_files.image_root(folder) is not None:
+        loader = image_files.open_loader(folder, args.batch_size, args.image_size, args.channels,
+                                         args.num_classes, args.loader_workers, group.rank, group.world_size, args.seed)
+        return ImageBatches(loader, group.device, memory_format)
+    shard = datasets.open_split(folder, "train", args.batch_size, group.rank, group.world_size)
 
     def batch(step: int) -> Batch:
         # Loading and converting is part of the step, as in a real input pipeline.
@@ -72,6 +93,28 @@ def input_batches(args: argparse.Namespace, group: Group, memory_format: torch.m
         return images.contiguous(memory_format=memory_format), torch.from_numpy(labels).to(group.device)
 
     return batch
+
+
+class ImageBatches:
+    """Batches of an image folder's DataLoader on the replica's device; ``waits``: each one's wait."""
+
+    def __init__(self, loader: image_files.LoaderBatches, device: torch.device, memory_format: torch.memory_format) -> None:
+        self.loader, self.device, self.memory_format = loader, device, memory_format
+
+    @property
+    def waits(self) -> list[float]:
+        """Seconds each step waited for its batch."""
+        return self.loader.waits
+
+    def __call__(self, step: int) -> Batch:
+        pixels, labels = self.loader(step)
+        batch = pixels.to(self.device).float().mul_(2 / 255).sub_(1)
+        return batch.contiguous(memory_format=self.memory_format), labels.to(self.device)
+
+
+def data_wait(waits: list[float], measured: list[float]) -> dict[str, float]:
+    """Share of the measured steps' time spent waiting for their batches, and the median wait."""
+    return {"data_wait_fraction": sum(waits) / sum(measured), "data_wait_p50": percentile(waits, 50)}
 
 
 def make_step(args: argparse.Namespace, model: nn.Module, group: Group) -> Callable[[Batch], None]:
@@ -142,7 +185,7 @@ def describe(args: argparse.Namespace, group: Group) -> None:
           f"device={group.device}, threads={torch.get_num_threads()}", flush=True)
     print_header({
         "Model": args.model,
-        "Dataset": args.data,
+        "Dataset": args.data if args.data == datasets.SYNTHETIC else f"{args.data} ({args.loader_workers} loader workers)",
         "Mode": "forward-only" if args.forward_only else "training",
         "Batch size": f"{args.batch_size * group.world_size} global, {args.batch_size} per device",
         "Num batches": args.steps,
@@ -173,8 +216,12 @@ def run(args: argparse.Namespace, group: Group) -> None:
     own_rate = args.batch_size * len(measured) / sum(measured)
     rate = group.allreduce(own_rate)
     peak = group.allreduce(float(peak_memory(group.device)), op="max")
+    extra = {"peak_memory_bytes": peak}
+    if isinstance(batches, ImageBatches):  # the slowest replica's wait holds the others back
+        waits = data_wait(batches.waits[args.warmup_steps:], measured)
+        extra |= {name: group.allreduce(value, op="max") for name, value in waits.items()}
     if group.rank == 0:
-        report_throughput(rate, measured, {"peak_memory_bytes": peak})
+        report_throughput(rate, measured, extra)
         write_step_times(args.warmup_steps, args.batch_size, group.world_size, times, cpu_seconds=cpu)
     report_replicas(group.rank, group.world_size, group.comm, params_digest(
         p.detach().to("cpu", torch.float32).numpy().tobytes() for p in model.parameters()), own_rate)
