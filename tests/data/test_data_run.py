@@ -125,7 +125,7 @@ def test_a_failing_prepare_step_stops_the_experiment_naming_the_dataset(bench: P
     (bench.parent / "fail-1").write_text("")
     result = runner.invoke(app, ["run", str(bench), "--id", "broken", "--set", "n=2"])
     assert result.exit_code == 1
-    log = home / "data" / ".kubebench" / "steps" / "files-2"
+    log = home / "experiments" / "broken"
     assert result.stderr.startswith("error: dataset files-2: its prepare step failed: worker-0 exited with code 3")
     assert "making 2 files: failing on purpose" in result.stderr and str(log) in result.stderr
     cache = DataCache(home / "data")
@@ -210,3 +210,17 @@ def test_data_rm(bench: Path, home: Path) -> None:
     assert invoke("run", str(bench), "--id", "two", "--set", "n=2").exit_code == 0
     assert len(prepared(bench)) == 2  # gone from the cache: prepared again
     assert [d.prepared for d in open_store(settings().store_url).data("one")] == [True]  # the store kept its record
+
+
+def test_doctor_probes_the_data_root_with_a_prepare_job(bench: Path, home: Path) -> None:
+    result = runner.invoke(app, ["doctor", str(bench)])
+    assert result.exit_code == 0, result.output
+    assert f"ok   data prepare job (python:3.11-slim): a probe job wrote into the data root the runs read ({home / 'data'})" \
+        in result.output
+    assert [p.name for p in (home / "data").iterdir()] == [".kubebench"] and not (home / "experiments" / "doctor").exists()
+    (bench.parent / "not-a-folder").write_text("")
+    bench.write_text(bench.read_text() + "data_root: not-a-folder\n")
+    result = runner.invoke(app, ["doctor", str(bench)])
+    assert result.exit_code == 2, result.output
+    assert "FAIL data prepare job (python:3.11-slim): a probe job of the prepare step's image could not write" in \
+        " ".join(result.output.split())

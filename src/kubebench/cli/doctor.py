@@ -17,7 +17,8 @@ _MARKS = {"ok": "[green]ok  [/]", "warn": "[yellow]warn[/]", "fail": "[bold red]
 def doctor(spec: SpecArg, params: ParamsOpt = None, set_: SetOpt = None, backend: BackendOpt = None) -> None:
     """Check that the spec's jobs can run where its backend runs them: on Kubernetes the cluster, the
     namespace, the job kinds served, every permission used, the claim (bound, and the one a pod sees)
-    and the Kueue queue. Exits 2 when a check fails."""
+    and the Kueue queue; with `data.prepare`, that a job of each step's image writes where the runs
+    read. Exits 2 when a check fails."""
     from ..plan.plan import Run
     from ..runner import make_backend, plan_experiment
     from ..settings import settings
@@ -31,6 +32,11 @@ def doctor(spec: SpecArg, params: ParamsOpt = None, set_: SetOpt = None, backend
     try:
         manifests = [experiment.render(run, chosen).manifest for run in first.values()]
         checks = chosen.doctor(manifests, experiment.local_paths(next(iter(first.values()))))
+        if loaded.spec.data is not None and loaded.spec.data.prepare:
+            from ..data.doctor import data_checks
+
+            chosen.begin(experiment.plan.experiment_id)  # what its jobs share (the spec's folder), as a run has
+            checks += data_checks(experiment, chosen)
     finally:
         chosen.close()
     console = make_console()

@@ -26,7 +26,7 @@ from .fetch import download, expected_sha256, unpack
 from .keys import fetch_key, step_key
 from .plan import DataItem, Fetch, plan_data
 from .progress import Meter, announce, meter
-from .steps import run_step, step_paths
+from .steps import reclaim, run_step, step_paths
 
 if TYPE_CHECKING:
     from ..experiment import Experiment
@@ -110,6 +110,8 @@ def _prepare(keyed: Keyed, cache: DataCache, experiment: Experiment, backend: Ba
     if isinstance(source, Fetch):
         assert keyed.sha256 is not None
         download(source, experiment.loaded.base_dir, cache.partial(keyed.key), keyed.sha256, progress)
+    state = cache.meta / f"{item.name}.step.json"
+    reclaim(backend, state, item.name)  # what a preparer killed mid-step left running goes first
     cache.invalidate(item.name)
     try:
         try:
@@ -118,7 +120,7 @@ def _prepare(keyed: Keyed, cache: DataCache, experiment: Experiment, backend: Ba
                 unpack(source, cache.partial(keyed.key), folder)
                 checksum = f"sha256:{keyed.sha256}"
             else:
-                run_step(experiment, backend, source, step_paths(cache.meta, cache.root, source, keyed.key))
+                run_step(experiment, backend, source, step_paths(experiment, cache.root, source, keyed.key), state)
                 checksum = tree_digest(folder)
             stats = tree_stats(folder)
         except OSError as e:

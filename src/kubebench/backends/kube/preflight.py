@@ -149,7 +149,9 @@ def _claim(api: Api, config: KubernetesConfig, namespace: str) -> Check:
     if phase != "Bound":
         return Check("claim", "warn", f"{config.storage.claim} is {phase} (bound when a pod first mounts it?)")
     if "ReadWriteMany" not in modes:
-        return Check("claim", "warn", f"{config.storage.claim} is {', '.join(modes)}: replicas on other nodes cannot mount it")
+        return Check("claim", "warn", f"{config.storage.claim} is {', '.join(modes)}: pods on other nodes cannot mount "
+                                      "it (a job's replicas, or runs reading what a data prepare Job wrote): all must "
+                                      "run on one node")
     return Check("claim", "ok", f"{config.storage.claim} bound, ReadWriteMany")
 
 
