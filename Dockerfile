@@ -2,7 +2,7 @@
 #   docker build --target runner -t kubebench:0.1.0 .        kubebench itself: the runner and dashboard
 #                                                            that `kubebench deploy manifests` starts
 #   docker build --target cnn    -t kubebench/cnn:0.1.0 .    PyTorch (CPU) + kubebench: the examples
-#                                                            pytorch-cnn, mlperf-trainjob, inference,
+#                                                            pytorch-cnn, jpeg-loader, mlperf-trainjob, inference,
 #                                                            kubebench-v1-compat, llm-train, llm-serving
 #   docker build --target mpi    -t kubebench/cnn-mpi:0.1.0 . the cnn image + Open MPI, mpi4py and an SSH
 #                                                            server: mpi-cnn (MPIJob launcher and workers)

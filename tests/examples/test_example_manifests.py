@@ -19,12 +19,12 @@ from kubebench.spec.load import load_spec
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 KINDS = {"pytorch-cnn": "PyTorchJob", "llm-train": "PyTorchJob", "tf-cnn": "TFJob", "mpi-cnn": "MPIJob", "mlperf-trainjob": "TrainJob",
-         "kubebench-v1-compat": "Job"}
+         "kubebench-v1-compat": "Job", "jpeg-loader": "Job"}
 
 
 @pytest.mark.parametrize("name", sorted(KINDS))
 def test_example_manifests_validate_for_kubernetes(tmp_path: Path, name: str) -> None:
-    params = next((EXAMPLES / name).glob("params*.yaml"))
+    params = next((EXAMPLES / name).glob("params*.yaml"), None)
     loaded = load_spec(EXAMPLES / name / "benchmark.yaml", params_file=params)
     backend = registry.load("backends", "kubernetes").Config(storage={"claim": "shared", "mount_path": "/mnt/kb"})
     loaded = loaded.model_copy(update={"spec": loaded.spec.model_copy(update={"backend": backend})})
@@ -43,7 +43,8 @@ def dockerfile_tags() -> set[str]:
 
 def images_of(spec: dict) -> list[str]:
     job = spec.get("job") or {}
-    return [i for i in (job.get("image"), (job.get("server") or {}).get("image")) if i]
+    steps = ((spec.get("data") or {}).get("prepare")) or []
+    return [i for i in (job.get("image"), (job.get("server") or {}).get("image"), *(s.get("image") for s in steps)) if i]
 
 
 def example_specs() -> list[Path]:

@@ -179,13 +179,15 @@ def build(args: argparse.Namespace, group: Group, memory_format: torch.memory_fo
     return compiled(model, args.compile)
 
 
-def describe(args: argparse.Namespace, group: Group) -> None:
-    """The start-up banner (tf_cnn_benchmarks' field names, which old post-processors look for)."""
+def describe(args: argparse.Namespace, group: Group, images: bool = False) -> None:
+    """The start-up banner (tf_cnn_benchmarks' field names, which old post-processors look for);
+    ``images``: the input is an image folder read by a DataLoader."""
     print(f"cnn: batch_size={args.batch_size} per replica, world_size={group.world_size}, "
           f"device={group.device}, threads={torch.get_num_threads()}", flush=True)
     print_header({
         "Model": args.model,
-        "Dataset": args.data if args.data == datasets.SYNTHETIC else f"{args.data} ({args.loader_workers} loader workers)",
+        "Dataset": args.data,
+        **({"Loader workers": args.loader_workers} if images else {}),
         "Mode": "forward-only" if args.forward_only else "training",
         "Batch size": f"{args.batch_size * group.world_size} global, {args.batch_size} per device",
         "Num batches": args.steps,
@@ -210,7 +212,7 @@ def run(args: argparse.Namespace, group: Group) -> None:
     except (OSError, ValueError) as e:
         sys.exit(f"cnn: {e}")  # a missing or malformed dataset: one line, not a traceback
     if group.rank == 0:
-        describe(args, group)
+        describe(args, group, isinstance(batches, ImageBatches))
     times, cpu = timed_steps(make_step(args, model, group), batches, args.warmup_steps + args.steps, group.device)
     measured = times[args.warmup_steps:]
     own_rate = args.batch_size * len(measured) / sum(measured)
