@@ -115,3 +115,14 @@ def test_tfjob_kind_trains_with_two_workers(home: Path) -> None:
     logs = [(output / f"worker-{i}.log").read_text() for i in (0, 1)]
     assert_replicas_in_sync(logs, 2, record["metrics"]["images_per_sec"])
     assert json.loads((output / "step_times.json").read_text())["world_size"] == 2
+
+
+def test_jpeg_loader_prepares_its_jpegs_once_and_reads_them_with_loader_workers(home: Path) -> None:
+    records = run_example("jpeg-loader", "images=40", "loader_workers=[0, 1]", "batch_size=8", "steps=3",
+                          "warmup_steps=1")
+    assert sorted(r["params"]["loader_workers"] for r in records) == [0, 1]
+    assert all(0 < r["metrics"]["data_wait_fraction"] < 1 for r in records)
+    jpegs = sorted((home / "data" / "jpegs-40").rglob("*.jpg"))
+    assert len(jpegs) == 40 and len({p.parent.name for p in jpegs}) == 10
+    shown = runner.invoke(app, ["show", "jpeg-loader"]).stdout
+    assert "data: 1 dataset" in shown and "jpegs-40: 40 files" in shown
