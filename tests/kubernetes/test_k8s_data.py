@@ -113,9 +113,9 @@ def test_doctor_checks_that_a_prepare_job_writes_where_the_runs_read(cluster: Cl
     result = invoke("doctor", str(spec))
     assert result.exit_code == 2, result.output
     out = " ".join(result.output.split())
-    # (the stand-in's kubelet makes no missing subPath folder, so the probe fails to write rather than
-    # writes where kubebench does not look: a real kubelet makes it; either way the check fails)
-    assert "FAIL data prepare job (maker:1): a probe job" in out
+    assert "FAIL data prepare job (maker:1): a probe job wrote into its data folder, but kubebench does not see it" in out
+    [token] = (cluster.operator.local_root / "data").glob("probe-*/token")  # it wrote where the pods' claim is
+    assert len(token.read_text().strip()) == 12
 
 
 def test_doctor_warns_that_a_claim_of_one_node_keeps_prepare_job_and_runs_on_it(cluster: Cluster, tmp_path: Path) -> None:

@@ -165,6 +165,7 @@ class Kubelet:
             missing = self._mount_config_maps(pod)
             if missing is not None:
                 return self._mount_failing(pod, *missing)
+            self._make_sub_paths(pod)
             pod.stage = "running"
         if pod.stage == "running":
             self._containers(pod)
@@ -247,6 +248,15 @@ class Kubelet:
             pod.mounts[box.name] = [(m["mountPath"], folders[m["name"]]) for m in box.spec.get("volumeMounts") or []
                                     if m.get("name") in folders]
         return None
+
+    def _make_sub_paths(self, pod: PodSim) -> None:
+        """A claim mounted by ``subPath`` that is not there yet: the kubelet makes the folder on the
+        volume before the container starts (pkg/kubelet/kubelet_pods.go, makeMounts)."""
+        claims = {v["name"] for v in pod.spec.get("volumes") or [] if v.get("persistentVolumeClaim")}
+        for box in pod.boxes:
+            for mount in box.spec.get("volumeMounts") or []:
+                if mount.get("name") in claims and mount.get("subPath"):
+                    (self.s.local_root / mount["subPath"]).mkdir(parents=True, exist_ok=True)
 
     def _mount_failing(self, pod: PodSim, claim: str, why: str = "") -> None:
         if not pod.reason:
