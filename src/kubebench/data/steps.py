@@ -63,8 +63,7 @@ def step_job(experiment: Experiment, backend: Backend, step: Step, paths: RunPat
     name = f"kb-{paths.run_id}"
     manifest = kinds.build_manifest(shape, name, labels, step.timeout)
     kinds.inject(manifest, env, labels)
-    backend.prepare(manifest, seen)
-    return RenderedJob(paths.run_id, name, manifest, experiment.loaded.base_dir)
+    return RenderedJob(paths.run_id, name, backend.prepare(manifest, seen), experiment.loaded.base_dir)
 
 
 def run_step(experiment: Experiment, backend: Backend, step: Step, paths: RunPaths, state: Path) -> None:
