@@ -32,6 +32,11 @@ $(VENV)/.tensorflow: $(VENV)/.installed-dev
 	$(PY) -m pip install -q -e ".[tensorflow]"
 	touch $@
 
+# The JAX and XGBoost extras (CPU builds, ~300 MB): installed for the tests, not for the demo.
+$(VENV)/.jax-xgboost: $(VENV)/.installed-dev
+	$(PY) -m pip install -q -e ".[jax,xgboost]" "$(TORCH)"
+	touch $@
+
 # LLM tools kubebench drives, in a venv of their own (they pull transformers and datasets and pin their
 # own versions of what kubebench also uses): GuideLLM, one of the load tools whose results kubebench
 # reads, and Hugging Face's `transformers serve`, a real engine (continuous batching, paged KV cache).
@@ -72,7 +77,7 @@ check: setup-dev
 	$(VENV)/bin/mypy src/kubebench
 	$(VENV)/bin/lint-imports
 
-test: setup-dev deps-debian $(VENV)/.tensorflow $(LLM_TOOLS_VENV)/.installed check
+test: setup-dev deps-debian $(VENV)/.tensorflow $(VENV)/.jax-xgboost $(LLM_TOOLS_VENV)/.installed check
 	$(PY) -m pytest --cov=kubebench --cov-branch --cov-report=term:skip-covered --cov-fail-under=$(COVERAGE_FLOOR) $(PYTEST_ARGS)
 
 # Only the tests that need TensorFlow (`make test` runs them too).

@@ -9,15 +9,14 @@ replicas sharing a machine share it as they did while training).
 
 from __future__ import annotations
 
-import platform
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 
 from ..efficiency.counters import Meter, nvml_channels
 from ..efficiency.peaks import Peak, device_peak, why_no_peak
+from .measure import cpu_name
 
 #: Matmul size and time budget of the CPU peak measurement.
 CPU_PEAK_N, CPU_PEAK_S = 512, 0.5
@@ -27,13 +26,7 @@ def device_name(device: torch.device) -> str:
     """The GPU's name (as NVML gives it) or the CPU's model."""
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown CPU"
+    return cpu_name()
 
 
 def precision(device: torch.device, amp: str) -> str:

@@ -41,10 +41,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """Parse and validate the command line; argparse exits with status 2 and one line on error."""
     p = argparse.ArgumentParser(prog="python -m kubebench.workloads.llm_train",
                                 description="Decoder-only transformer training throughput (tokens/s, MFU).")
-    p.add_argument("--preset", choices=sorted(PRESETS), default="tiny")
-    for size in _SIZES:
-        p.add_argument("--" + size.replace("_", "-"), type=positive, default=None, help=f"override the preset's {size}")
-    p.add_argument("--mlp", choices=("swiglu", "gelu"), default=None, help="override the preset's MLP")
+    add_model_arguments(p)
     p.add_argument("--batch-size", type=positive, default=8, help="sequences per step per replica")
     p.add_argument("--steps", type=positive, default=20, help="measured steps")
     p.add_argument("--warmup-steps", type=non_negative, default=5, help="steps run before measuring")
@@ -68,6 +65,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     except ValueError as e:
         p.error(str(e))
     return args
+
+
+def add_model_arguments(p: argparse.ArgumentParser) -> None:
+    """``--preset`` and its overrides (``--layers``, ``--d-model`` … ``--mlp``): the model's shape."""
+    p.add_argument("--preset", choices=sorted(PRESETS), default="tiny")
+    for size in _SIZES:
+        p.add_argument("--" + size.replace("_", "-"), type=positive, default=None, help=f"override the preset's {size}")
+    p.add_argument("--mlp", choices=("swiglu", "gelu"), default=None, help="override the preset's MLP")
 
 
 def shape_of(args: argparse.Namespace) -> TransformerShape:

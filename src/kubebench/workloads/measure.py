@@ -18,6 +18,7 @@ import hashlib
 import json
 import math
 import os
+import platform
 import re
 import resource
 import sys
@@ -46,6 +47,17 @@ def peak_rss_bytes() -> int:
     """The largest resident set this process has had (Linux reports kilobytes)."""
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak if sys.platform == "darwin" else peak * 1024
+
+
+def cpu_name() -> str:
+    """The CPU's model (``/proc/cpuinfo``), else what the platform says."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"
 
 
 def print_header(fields: dict[str, object]) -> None:
