@@ -29,6 +29,9 @@ MINIMIZED_METRIC = re.compile(r"^(?:energy_joules(?:_measured)?|.*_energy_joules
 #: Kubeflow's capitalised replica types (``Master``, ``Worker``) are ranked by their lower-case name.
 REPLICA_ORDER = ("master", "chief", "launcher", "worker", "node", "ps", "evaluator")
 
+#: The (Cluster)TrainingRuntime a TrainJob runs on unless the spec's ``job.runtime`` names another.
+DEFAULT_RUNTIME = "torch-distributed"
+
 #: Parameter names that hold a number of workers: what scaling studies sweep.
 WORKER_PARAMETER = re.compile(r"^(n_?|num_?)?(workers?|replicas?|nodes?|gpus?|processes|procs|world_size|ranks?|np)$",
                               re.IGNORECASE)

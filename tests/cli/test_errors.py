@@ -37,7 +37,7 @@ BAD = {
     ),
     "unknown-job-kind": (
         "name: x\njob: {kind: SparkJob, command: [a]}\n",
-        "job.kind: Value error, unknown job kind 'SparkJob'; valid: Process, PyTorchJob, TFJob, MPIJob, TrainJob, Job, Serving",
+        "job.kind: Value error, unknown job kind 'SparkJob'; valid: Process, PyTorchJob, TFJob, MPIJob, JAXJob, XGBoostJob, TrainJob, Job, Serving",
     ),
     "unknown-postprocessor": (
         "name: x\njob: {command: [a]}\npostprocess:\n  - {kind: magic}\n",

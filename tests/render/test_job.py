@@ -99,7 +99,7 @@ def test_templated_unknown_kind_lists_valid_kinds(tmp_path: Path) -> None:
     error = render_error(tmp_path, "name: b\njob:\n  kind: '{{ kind }}'\n  command: [x]\nparameters: {kind: Spark}\n")
     assert str(error) == (
         "job.kind (trial kind=Spark): unknown job kind 'Spark'; "
-        "valid: Process, PyTorchJob, TFJob, MPIJob, TrainJob, Job, Serving"
+        "valid: Process, PyTorchJob, TFJob, MPIJob, JAXJob, XGBoostJob, TrainJob, Job, Serving"
     )
 
 

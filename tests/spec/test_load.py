@@ -270,7 +270,7 @@ def test_unknown_job_key_lists_job_keys(tmp_path: Path) -> None:
     message = load_error(path)
     assert message.startswith(f"{path}:4:3: job.replicas: unknown key")
     assert allowed(message) == ["command", "env", "image", "kind", "mpi_api_version", "node_selector", "resources",
-                                "server", "template", "tolerations", "workers", "working_dir"]
+                                "runtime", "server", "template", "tolerations", "workers", "working_dir"]
 
 
 def test_unknown_postprocess_key_lists_that_kinds_keys(tmp_path: Path) -> None:
@@ -334,7 +334,7 @@ def test_unknown_job_kind_lists_valid_kinds(tmp_path: Path) -> None:
     path = write(tmp_path, "name: bench\njob:\n  kind: SparkJob\n  command: [echo]\n")
     message = load_error(path)
     assert message == (
-        f"{path}:3:3: job.kind: unknown job kind 'SparkJob'; valid: Process, PyTorchJob, TFJob, MPIJob, TrainJob, Job, Serving"
+        f"{path}:3:3: job.kind: unknown job kind 'SparkJob'; valid: Process, PyTorchJob, TFJob, MPIJob, JAXJob, XGBoostJob, TrainJob, Job, Serving"
     )
 
 

@@ -7,24 +7,22 @@ Each job kind has its driver (see :mod:`.processes`): :class:`ReplicaJobs` for t
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import BackendError
 from ..paths import RunPaths
-from ..render.kinds import ReplicaGroup, replica_groups
+from ..render.kinds import replica_groups
 from ..spec.base import PluginConfig
 from . import orphans
 from .base import Backend, JobStatus, ProcessTelemetry
+from .local_env import operator_env
 from .processes import (
-    LOCALHOST,
     LocalDriver,
     LocalJob,
     ReplicaLaunch,
     container_env,
     ended,
-    free_port,
     kill_all,
     local_argv,
     main_container,
@@ -45,7 +43,8 @@ class LocalConfig(PluginConfig):
 
 
 class ReplicaJobs(LocalDriver[LocalJob]):
-    """The operators' kinds (PyTorchJob, TFJob, MPIJob, TrainJob, Job, Process): every replica at once."""
+    """The operators' kinds (PyTorchJob, TFJob, JAXJob, XGBoostJob, MPIJob, TrainJob, Job, Process): every
+    replica at once, with its operator's environment (:mod:`.local_env`)."""
 
     def submit(self, job: RenderedJob, paths: RunPaths) -> LocalJob:
         """Start every replica in its own process group, logging to ``output/<type>-<index>.log``."""
@@ -138,7 +137,7 @@ def plan_launches(manifest: dict, config_dir: Path) -> list[ReplicaLaunch]:
     kind = manifest.get("kind")
     groups = replica_groups(manifest)
     replicas = [(g, i) for g in groups for i in range(g.count)]
-    operator_env = _operator_env(kind, replicas, config_dir)
+    given = operator_env(manifest, replicas, config_dir)
     launches = []
     for rank, (group, index) in enumerate(replicas):
         if kind == "MPIJob" and group.type == "worker":
@@ -147,56 +146,7 @@ def plan_launches(manifest: dict, config_dir: Path) -> list[ReplicaLaunch]:
         argv = tuple(container.get("command") or ()) + tuple(container.get("args") or ())
         if not argv:
             raise BackendError(f"{group.type}-{index}: no command; the local backend cannot run an image's entrypoint")
-        env = {**container_env(container), **operator_env(rank, group.type, index)}
+        env = {**container_env(container), **given(rank, group.type, index)}
         env |= {"KUBEBENCH_REPLICA_TYPE": group.type, "KUBEBENCH_REPLICA_INDEX": str(index)}
         launches.append(ReplicaLaunch(group.type, index, local_argv(argv), env))
     return launches
-
-
-def _operator_env(kind: str | None, replicas: list[tuple[ReplicaGroup, int]], config_dir: Path):
-    world = len(replicas)
-    if kind in ("PyTorchJob", "TrainJob"):
-        port = free_port()
-        return lambda rank, _t, _i: _torch_env(kind, rank, world, port)
-    if kind == "TFJob":
-        ports = {(g.type, i): free_port() for g, i in replicas}
-        cluster: dict[str, list[str]] = {}
-        for (rtype, _), port in ports.items():
-            cluster.setdefault(rtype, []).append(f"{LOCALHOST}:{port}")
-        return lambda _r, rtype, index: {
-            "TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": rtype, "index": index}, "environment": "cloud"})
-        }
-    if kind == "MPIJob":
-        mpi = _mpi_env(replicas, config_dir)
-        return lambda _r, _t, _i: mpi
-    if kind == "Job":
-        return lambda _r, _t, index: {"JOB_COMPLETION_INDEX": str(index)}
-    return lambda _r, _t, _i: {}
-
-
-def _torch_env(kind: str, rank: int, world: int, port: int) -> dict[str, str]:
-    env = {
-        "MASTER_ADDR": LOCALHOST,
-        "MASTER_PORT": str(port),
-        "WORLD_SIZE": str(world),
-        "RANK": str(rank),
-        # All replicas share this host: distinct local ranks pick distinct GPUs.
-        "LOCAL_RANK": str(rank),
-        "LOCAL_WORLD_SIZE": str(world),
-    }
-    if kind == "TrainJob":
-        env |= {"PET_NNODES": str(world), "PET_NPROC_PER_NODE": "1", "PET_NODE_RANK": str(rank),
-                "PET_MASTER_ADDR": LOCALHOST, "PET_MASTER_PORT": str(port)}
-    return env
-
-
-def _mpi_env(replicas: list[tuple[ReplicaGroup, int]], config_dir: Path) -> dict[str, str]:
-    slots = sum(1 for g, _ in replicas if g.type == "worker")
-    hostfile = config_dir / "hostfile"
-    hostfile.write_text(f"localhost slots={slots}\n")
-    return {
-        "OMPI_MCA_orte_default_hostfile": str(hostfile),
-        "OMPI_MCA_hwloc_base_binding_policy": "none",
-        "OMPI_ALLOW_RUN_AS_ROOT": "1",
-        "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-    }

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,9 +33,10 @@ class RenderedJob:
         return str(self.manifest["kind"])
 
 
+_OBJECT_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 #: Job fields added after the first release: they count in the fingerprint only when set, so that
 #: experiments planned before they existed keep their ids and still resume.
-_LATER_FIELDS = ("node_selector", "tolerations", "mpi_api_version", "server")
+_LATER_FIELDS = ("node_selector", "tolerations", "mpi_api_version", "server", "runtime")
 
 
 def job_fingerprint(loaded: LoadedSpec) -> str:
@@ -128,7 +130,16 @@ def resolve_shorthand(job: JobSpec, context: dict[str, Any], run: Run) -> kinds.
         tolerations=tuple(data["tolerations"]),
         mpi_api_version=data["mpi_api_version"],
         server=_server_shape(data["server"], trial) if data.get("server") else None,
+        runtime=_runtime(data["runtime"], trial),
     )
+
+
+def _runtime(name: str, trial: str) -> str:
+    """``job.runtime`` as rendered for a trial: a Kubernetes object name."""
+    if not _OBJECT_NAME.fullmatch(name) or len(name) > 253:
+        raise SpecError(f"job.runtime (trial {trial}): {name!r} is not the name of a (Cluster)TrainingRuntime "
+                        "(lower-case letters, digits, '-' and '.')")
+    return name
 
 
 def _server_shape(data: dict[str, Any], trial: str) -> kinds.serving.ServerShape:

@@ -1,45 +1,28 @@
 """What each job kind looks like as a manifest: building it from the shorthand, finding its replicas
 (type, count, pod template) again, and decorating its pods — the one place that knows the layouts.
 
-The shorthand follows each operator's semantics (see docs/kubernetes-conformance.md):
-
-- Kubeflow v1 jobs get no ``runPolicy.backoffLimit``: with one, training-operator ≤ v1.9.3 deletes
-  every pod before it marks the job Failed (kubeflow/trainer#3419); ``restartPolicy: Never`` alone
-  fails the job at the first failed replica. ``cleanPodPolicy: Running`` stops what still runs once
-  the job ended (a master hung on a dead peer, MPI workers) so that no pod holds GPUs afterwards.
-- ``restartPolicy`` is set on the replica spec only (in the pod template too, the operators warn
-  on every pod);
-- MPIJob v2beta1 (mpi-operator): the launcher is created once the workers are Ready
-  (``launcherCreationPolicy: WaitForWorkersReady``: their hostnames resolve only then) and the
-  workers run an SSH server (``/usr/sbin/sshd -De``, as the Dockerfile's ``mpi`` target does); v1 (training-operator) workers sleep, as its launcher execs into them;
-- the job's own deadline is the run's timeout plus a margin, so that kubebench's clock always fires
-  first and reads the logs before anything is deleted (the operators count from creation or from
-  their first reconcile, to the second).
+Each family builds its own kinds, following its operator's semantics (see
+docs/kubernetes-conformance.md): :mod:`.kubeflow` the Kubeflow v1 jobs (PyTorchJob, TFJob, JAXJob,
+XGBoostJob, MPIJob), :mod:`.trainjob` Trainer v2's TrainJob, :mod:`.serving` ``kind: Serving``; the
+plain ones (a batch/v1 Indexed Job, local processes) are here. What they share, the container, pod
+template and deadline, is :mod:`.pods`.
 """
 
 from __future__ import annotations
 
 import copy
-import math
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import SpecError
 from ..rules import replica_rank
-from . import serving
+from . import kubeflow, serving, trainjob
+from .pods import JobShape, active_deadline, container as _make_container, pod as _pod
+from .trainjob import PATCH_MANAGER as PATCH_MANAGER, TRAINER_NODE
 
 Manifest = dict[str, Any]
 LABEL_PREFIX = "kubebench.io/"
-#: The `manager` of the TrainJob runtime patch through which kubebench reaches the pods.
-PATCH_MANAGER = "kubebench.io/kubebench"
-#: Name of the replicated job and of the container of Kubeflow Trainer's torch runtimes.
-TRAINER_NODE = "node"
-MPI_API_VERSIONS = ("kubeflow.org/v2beta1", "kubeflow.org/v1")
-#: The job's activeDeadlineSeconds exceeds the run's timeout by this much (seconds, or share of it).
-DEADLINE_MARGIN_S, DEADLINE_MARGIN_SHARE = 60, 0.1
-#: What an MPI worker runs: mpi-operator v2 reaches the ranks over SSH; training-operator v1 execs.
-MPI_WORKER_COMMANDS = {"kubeflow.org/v2beta1": ["/usr/sbin/sshd", "-De"], "kubeflow.org/v1": ["sleep", "infinity"]}
 
 
 @dataclass(frozen=True)
@@ -51,45 +34,18 @@ class ReplicaGroup:
     template: dict[str, Any]
 
 
-@dataclass(frozen=True)
-class JobShape:
-    """The concrete values of the job shorthand once a trial's parameters are filled in."""
-
-    kind: str
-    workers: int
-    image: str
-    command: tuple[str, ...]
-    env: tuple[tuple[str, str], ...]
-    resources: tuple[tuple[str, str], ...]
-    node_selector: tuple[tuple[str, str], ...] = ()
-    tolerations: tuple[dict[str, Any], ...] = ()
-    mpi_api_version: str = MPI_API_VERSIONS[0]
-    #: ``kind: Serving``: the server; ``workers`` then counts load-generator replicas.
-    server: serving.ServerShape | None = None
-
-
-_REPLICA_FIELDS = {
-    "PyTorchJob": "pytorchReplicaSpecs",
-    "TFJob": "tfReplicaSpecs",
-    "MPIJob": "mpiReplicaSpecs",
-    "XGBoostJob": "xgbReplicaSpecs",
-    "PaddleJob": "paddleReplicaSpecs",
-    "JAXJob": "jaxReplicaSpecs",
-}
-_CONTAINER_NAMES = {"PyTorchJob": "pytorch", "TFJob": "tensorflow", "MPIJob": "mpi", "Job": "main", "Process": "main",
-                    "Serving": serving.LOAD}
+_REPLICA_FIELDS = kubeflow.REPLICA_FIELDS
+_CONTAINER_NAMES = {**kubeflow.CONTAINER_NAMES, "Job": "main", "Process": "main", "Serving": serving.LOAD}
 
 
 def build_manifest(job: JobShape, name: str, labels: dict[str, str], timeout: float) -> Manifest:
     """The manifest of the shorthand job, in the form its Kubernetes operator expects."""
-    container = _container(job)
+    container = _make_container(job, _CONTAINER_NAMES.get(job.kind, "main"))
     deadline = active_deadline(timeout)
     builders = {
+        **kubeflow.BUILDERS,
         "Process": _process,
-        "PyTorchJob": _pytorch,
-        "TFJob": _tfjob,
-        "MPIJob": _mpijob,
-        "TrainJob": _trainjob,
+        "TrainJob": trainjob.build,
         "Job": _batch_job,
         "Serving": _serving,
     }
@@ -98,91 +54,8 @@ def build_manifest(job: JobShape, name: str, labels: dict[str, str], timeout: fl
     return {"apiVersion": api_version, "kind": kind, "metadata": metadata, "spec": spec}
 
 
-def _container(job: JobShape) -> dict[str, Any]:
-    container: dict[str, Any] = {"name": _CONTAINER_NAMES.get(job.kind, "main"), "image": job.image}
-    container["command"] = list(job.command)
-    if job.env:
-        container["env"] = [{"name": k, "value": v} for k, v in job.env]
-    if job.resources:
-        amounts = {("nvidia.com/gpu" if k == "gpu" else k): v for k, v in job.resources}
-        container["resources"] = {"requests": dict(amounts), "limits": dict(amounts)}
-    return container
-
-
-def _scheduling(job: JobShape) -> dict[str, Any]:
-    spec: dict[str, Any] = {}
-    if job.node_selector:
-        spec["nodeSelector"] = dict(job.node_selector)
-    if job.tolerations:
-        spec["tolerations"] = copy.deepcopy(list(job.tolerations))
-    return spec
-
-
-def active_deadline(timeout: float) -> int:
-    """The job's activeDeadlineSeconds for a run's ``timeout``: later than kubebench's own clock."""
-    return max(1, math.ceil(timeout + max(DEADLINE_MARGIN_S, DEADLINE_MARGIN_SHARE * timeout)))
-
-
-def _pod(container: dict[str, Any], job: JobShape, restart: bool = True) -> dict[str, Any]:
-    # A copy per replica type: shared objects would become YAML aliases and share later edits.
-    spec = {**({"restartPolicy": "Never"} if restart else {}), "containers": [copy.deepcopy(container)], **_scheduling(job)}
-    return {"spec": spec}
-
-
-def _replica(count: int, container: dict[str, Any], job: JobShape) -> dict[str, Any]:
-    # The operators take restartPolicy from the replica spec and warn when the template has one too.
-    return {"replicas": count, "restartPolicy": "Never", "template": _pod(container, job, restart=False)}
-
-
-def _run_policy(deadline: int, clean: str = "None") -> dict[str, Any]:
-    return {"activeDeadlineSeconds": deadline, "cleanPodPolicy": clean}
-
-
 def _process(job: JobShape, container: dict, deadline: int) -> tuple[str, str, dict]:
     return "kubebench/v1", "Process", {"replicas": job.workers, "template": _pod(container, job)}
-
-
-def _pytorch(job: JobShape, container: dict, deadline: int) -> tuple[str, str, dict]:
-    # Kubeflow's layout: rank 0 is the Master, ranks 1…N-1 are Workers.
-    replicas = {"Master": _replica(1, container, job)}
-    if job.workers > 1:
-        replicas["Worker"] = _replica(job.workers - 1, container, job)
-    return "kubeflow.org/v1", "PyTorchJob", {"pytorchReplicaSpecs": replicas, "runPolicy": _run_policy(deadline)}
-
-
-def _tfjob(job: JobShape, container: dict, deadline: int) -> tuple[str, str, dict]:
-    replicas = {"Worker": _replica(job.workers, container, job)}
-    return "kubeflow.org/v1", "TFJob", {"tfReplicaSpecs": replicas, "runPolicy": _run_policy(deadline)}
-
-
-def _mpijob(job: JobShape, container: dict, deadline: int) -> tuple[str, str, dict]:
-    # Both operators: the launcher runs mpirun; the workers host the ranks mpirun starts.
-    if job.mpi_api_version not in MPI_API_VERSIONS:
-        raise SpecError(f"job.mpi_api_version: {job.mpi_api_version!r} is not one of {', '.join(MPI_API_VERSIONS)}")
-    launcher = {**container, "command": ["mpirun", "-np", str(job.workers), *job.command]}
-    worker = {**container, "command": list(MPI_WORKER_COMMANDS[job.mpi_api_version])}
-    # The workers never end by themselves: once the launcher has, the operator stops them.
-    spec: dict[str, Any] = {"slotsPerWorker": 1, "runPolicy": _run_policy(deadline, "Running")}
-    if job.mpi_api_version == "kubeflow.org/v2beta1":
-        # mpi-operator passes runPolicy.backoffLimit to the launcher Job (default 6 retries of mpirun).
-        spec["runPolicy"]["backoffLimit"] = 0
-        spec["launcherCreationPolicy"] = "WaitForWorkersReady"
-    spec["mpiReplicaSpecs"] = {"Launcher": _replica(1, launcher, job), "Worker": _replica(job.workers, worker, job)}
-    return job.mpi_api_version, "MPIJob", spec
-
-
-def _trainjob(job: JobShape, container: dict, deadline: int) -> tuple[str, str, dict]:
-    trainer: dict[str, Any] = {"image": job.image, "command": list(job.command), "numNodes": job.workers}
-    if "env" in container:
-        trainer["env"] = container["env"]
-    if "resources" in container:
-        trainer["resourcesPerNode"] = container["resources"]
-    spec: dict[str, Any] = {"runtimeRef": {"name": "torch-distributed"}, "trainer": trainer,
-                            "activeDeadlineSeconds": deadline}
-    scheduling = _scheduling(job)
-    if scheduling:
-        _trainjob_pod(spec)["spec"].update(scheduling)
-    return "trainer.kubeflow.org/v1alpha1", "TrainJob", spec
 
 
 def _batch_job(job: JobShape, container: dict, deadline: int) -> tuple[str, str, dict]:
@@ -202,28 +75,6 @@ def _serving(job: JobShape, container: dict, deadline: int) -> tuple[str, str, d
         raise SpecError("kind: Serving needs `server:`")
     spec = serving.serving_spec(job.server, container, job.workers, deadline, lambda c: _pod(c, job))
     return "kubebench/v1", "Serving", spec
-
-
-def _trainjob_pod(spec: dict[str, Any]) -> dict[str, Any]:
-    """The pod template of the trainer's nodes in kubebench's runtime patch (created if missing).
-
-    Kubeflow Trainer v2 reaches a TrainJob's pods only through ``runtimePatches``; the trainer's
-    container there is the one named ``node``.
-    """
-    patches = spec.setdefault("runtimePatches", [])
-    patch = next((p for p in patches if p.get("manager") == PATCH_MANAGER), None)
-    if patch is None:
-        patch = {"manager": PATCH_MANAGER}
-        patches.append(patch)
-    jobs = patch.setdefault("trainingRuntimeSpec", {}).setdefault("template", {}).setdefault("spec", {})
-    replicated = jobs.setdefault("replicatedJobs", [])
-    node = next((j for j in replicated if j.get("name") == TRAINER_NODE), None)
-    if node is None:
-        node = {"name": TRAINER_NODE}
-        replicated.append(node)
-    pod = node.setdefault("template", {}).setdefault("spec", {}).setdefault("template", {})
-    pod.setdefault("spec", {})
-    return pod
 
 
 def replica_groups(manifest: Manifest) -> list[ReplicaGroup]:
@@ -256,7 +107,7 @@ def supported_kinds() -> list[str]:
 def pod_templates(manifest: Manifest) -> list[dict[str, Any]]:
     """The manifest's own pod templates (to edit in place); a TrainJob's is its runtime patch."""
     if manifest.get("kind") == "TrainJob":
-        return [_trainjob_pod(manifest.setdefault("spec", {}))]
+        return [trainjob.node_pod(manifest.setdefault("spec", {}))]
     return [group.template for group in replica_groups(manifest)]
 
 

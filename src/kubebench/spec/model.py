@@ -12,12 +12,15 @@ from typing import TYPE_CHECKING, Annotated, Literal, Union
 from pydantic import AfterValidator, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 from .. import METRIC_NAME, registry
+from ..rules import DEFAULT_RUNTIME
 from .base import Model, PluginConfig, parse_duration
 from .data import DataSpec
 from .efficiency import Prices, Reference
 from .telemetry import TelemetryConfig
 
-JOB_KINDS = ("Process", "PyTorchJob", "TFJob", "MPIJob", "TrainJob", "Job", "Serving")
+JOB_KINDS = ("Process", "PyTorchJob", "TFJob", "MPIJob", "JAXJob", "XGBoostJob", "TrainJob", "Job", "Serving")
+# A Kubernetes object name (DNS-1123 subdomain), or a template of one.
+_RUNTIME_NAME = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*|.*\{\{.*\}\}.*)$"
 
 Scalar = Union[bool, int, float, str, None]
 ParamValue = Union[Scalar, list[Scalar]]
@@ -89,6 +92,10 @@ class JobSpec(Model):
     mpi_api_version: Literal["kubeflow.org/v2beta1", "kubeflow.org/v1"] = "kubeflow.org/v2beta1"
     #: ``kind: Serving``: the server (the job's own ``command`` is its load generator).
     server: ServerSpec | None = None
+    #: ``kind: TrainJob``: the (Cluster)TrainingRuntime it runs on (``torch-distributed``,
+    #: ``jax-distributed``, ``xgboost-distributed``, or a cluster's own); with ``template:``, the one
+    #: the template's TrainJob names.
+    runtime: str = Field(DEFAULT_RUNTIME, max_length=253, pattern=_RUNTIME_NAME)
 
     @field_validator("command", mode="before")
     @classmethod
@@ -117,6 +124,9 @@ class JobSpec(Model):
             raise ValueError("kind: Serving needs `server:` (the inference server) and `command` (its load generator)")
         if self.server is not None and self.kind not in ("Serving",) and "{{" not in self.kind:
             raise ValueError(f"`server:` belongs to kind: Serving, not kind: {self.kind}")
+        if self.runtime != DEFAULT_RUNTIME and not self.template and self.kind not in ("TrainJob",) \
+                and "{{" not in self.kind:
+            raise ValueError(f"`runtime:` names a TrainJob's (Cluster)TrainingRuntime, not one of kind: {self.kind}")
         return self
 
 

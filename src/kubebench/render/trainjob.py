@@ -1,0 +1,77 @@
+"""Kubeflow Trainer v2's TrainJob from the shorthand: the trainer (image, command, env, nodes and their
+resources) on the (Cluster)TrainingRuntime ``job.runtime`` names (``torch-distributed`` unless
+another), and kubebench's runtime patch, the one way to reach the nodes' pods.
+
+What each built-in runtime gives its nodes comes from its ML policy (Trainer v2.3,
+``manifests/base/runtimes``): ``torch`` torchrun's ``PET_*``, ``jax`` the ``JAX_*`` of
+``jax.distributed``, ``xgboost`` the ``DMLC_*`` of XGBoost's tracker (which it reserves: a TrainJob
+setting one is refused by Trainer's webhook, so the shorthand refuses it first). A runtime of another
+name (one of the cluster's own) is taken as written; locally it runs as a torch one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import SpecError
+from .pods import DEFAULT_RUNTIME, JobShape, scheduling
+
+#: The `manager` of the TrainJob runtime patch through which kubebench reaches the pods.
+PATCH_MANAGER = "kubebench.io/kubebench"
+#: Name of the replicated job and of the container of the trainer's nodes in Trainer's runtimes.
+TRAINER_NODE = "node"
+#: Trainer v2.3's built-in ClusterTrainingRuntimes and the ML policy of each (jax and xgboost since v2.2).
+RUNTIME_POLICIES = {"torch-distributed": "torch", "jax-distributed": "jax", "xgboost-distributed": "xgboost",
+                    "deepspeed-distributed": "mpi", "mlx-distributed": "mpi"}
+#: What the xgboost plugin injects and its webhook forbids in ``spec.trainer.env`` (``XGBoostReservedEnvNames``).
+XGBOOST_RESERVED_ENV = ("DMLC_TRACKER_URI", "DMLC_TRACKER_PORT", "DMLC_TASK_ID", "DMLC_NUM_WORKER")
+
+
+def runtime_of(manifest: dict[str, Any]) -> str:
+    """The runtime a TrainJob manifest names."""
+    return str(((manifest.get("spec") or {}).get("runtimeRef") or {}).get("name") or DEFAULT_RUNTIME)
+
+
+def policy_of(runtime: str) -> str:
+    """The ML policy of a runtime by its name: a built-in's, else ``torch``."""
+    return RUNTIME_POLICIES.get(runtime, "torch")
+
+
+def build(job: JobShape, container: dict, deadline: int) -> tuple[str, str, dict]:
+    """The TrainJob of the shorthand."""
+    reserved = [k for k, _ in job.env if k in XGBOOST_RESERVED_ENV]
+    if reserved and policy_of(job.runtime) == "xgboost":
+        raise SpecError(f"job.env: {', '.join(reserved)} is reserved for the XGBoost runtime "
+                        f"({job.runtime!r}): Trainer sets it on every node and refuses a TrainJob that does")
+    trainer: dict[str, Any] = {"image": job.image, "command": list(job.command), "numNodes": job.workers}
+    if "env" in container:
+        trainer["env"] = container["env"]
+    if "resources" in container:
+        trainer["resourcesPerNode"] = container["resources"]
+    spec: dict[str, Any] = {"runtimeRef": {"name": job.runtime}, "trainer": trainer, "activeDeadlineSeconds": deadline}
+    placement = scheduling(job)
+    if placement:
+        node_pod(spec)["spec"].update(placement)
+    return "trainer.kubeflow.org/v1alpha1", "TrainJob", spec
+
+
+def node_pod(spec: dict[str, Any]) -> dict[str, Any]:
+    """The pod template of the trainer's nodes in kubebench's runtime patch (created if missing).
+
+    Kubeflow Trainer v2 reaches a TrainJob's pods only through ``runtimePatches``; the trainer's
+    container there is the one named ``node``.
+    """
+    patches = spec.setdefault("runtimePatches", [])
+    patch = next((p for p in patches if p.get("manager") == PATCH_MANAGER), None)
+    if patch is None:
+        patch = {"manager": PATCH_MANAGER}
+        patches.append(patch)
+    jobs = patch.setdefault("trainingRuntimeSpec", {}).setdefault("template", {}).setdefault("spec", {})
+    replicated = jobs.setdefault("replicatedJobs", [])
+    node = next((j for j in replicated if j.get("name") == TRAINER_NODE), None)
+    if node is None:
+        node = {"name": TRAINER_NODE}
+        replicated.append(node)
+    pod = node.setdefault("template", {}).setdefault("spec", {}).setdefault("template", {})
+    pod.setdefault("spec", {})
+    return pod
