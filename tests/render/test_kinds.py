@@ -42,7 +42,8 @@ def shorthand(kind: str, workers: int, extra: str = "") -> str:
 def pod_templates(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Pod templates by replica type, read straight from the manifest (not via kinds)."""
     spec = manifest["spec"]
-    field = {"PyTorchJob": "pytorchReplicaSpecs", "TFJob": "tfReplicaSpecs", "MPIJob": "mpiReplicaSpecs"}
+    field = {"PyTorchJob": "pytorchReplicaSpecs", "TFJob": "tfReplicaSpecs", "MPIJob": "mpiReplicaSpecs",
+             "JAXJob": "jaxReplicaSpecs", "XGBoostJob": "xgbReplicaSpecs"}
     if manifest["kind"] in field:
         return {t: r["template"] for t, r in spec[field[manifest["kind"]]].items()}
     return {"pod": spec["template"]}
@@ -60,11 +61,13 @@ def env_of(container: dict[str, Any]) -> dict[str, str]:
     return {e["name"]: e["value"] for e in container["env"]}
 
 
-KINDS = ["Process", "PyTorchJob", "TFJob", "MPIJob", "TrainJob", "Job"]
+KINDS = ["Process", "PyTorchJob", "TFJob", "JAXJob", "XGBoostJob", "MPIJob", "TrainJob", "Job"]
 API_VERSIONS = {
     "Process": "kubebench/v1",
     "PyTorchJob": "kubeflow.org/v1",
     "TFJob": "kubeflow.org/v1",
+    "JAXJob": "kubeflow.org/v1",
+    "XGBoostJob": "kubeflow.org/v1",
     "MPIJob": "kubeflow.org/v2beta1",
     "TrainJob": "trainer.kubeflow.org/v1alpha1",
     "Job": "batch/v1",
@@ -201,6 +204,66 @@ def test_mpijob_layout(tmp_path: Path, workers: int) -> None:
 
 
 @pytest.mark.parametrize("workers", [1, 3])
+def test_jaxjob_layout(tmp_path: Path, workers: int) -> None:
+    job, _, _ = render(tmp_path, shorthand("JAXJob", workers, "timeout: 10m\n"))
+    spec = job.manifest["spec"]
+    assert list(spec["jaxReplicaSpecs"]) == ["Worker"]  # the only replica type the JAXJob webhook accepts
+    worker = spec["jaxReplicaSpecs"]["Worker"]
+    assert (worker["replicas"], worker["restartPolicy"]) == (workers, "Never")
+    (container,) = worker["template"]["spec"]["containers"]
+    assert container["name"] == "jax" and "ports" not in container  # the defaulter adds jaxjob-port
+    assert spec["runPolicy"] == {"activeDeadlineSeconds": 660, "cleanPodPolicy": "None"}
+
+
+@pytest.mark.parametrize(("workers", "replicas"), [(1, {"Master": 1}), (3, {"Master": 1, "Worker": 2})])
+def test_xgboostjob_layout(tmp_path: Path, workers: int, replicas: dict) -> None:
+    job, _, _ = render(tmp_path, shorthand("XGBoostJob", workers, "timeout: 10m\n"))
+    spec = job.manifest["spec"]
+    # the XGBoostJob webhook requires exactly one Master: rank 0, where the tracker runs
+    assert {t: r["replicas"] for t, r in spec["xgbReplicaSpecs"].items()} == replicas
+    for r in spec["xgbReplicaSpecs"].values():
+        assert r["restartPolicy"] == "Never" and r["template"]["spec"]["containers"][0]["name"] == "xgboost"
+    assert spec["runPolicy"] == {"activeDeadlineSeconds": 660, "cleanPodPolicy": "None"}
+
+
+@pytest.mark.parametrize("runtime", ["jax-distributed", "xgboost-distributed", "my-team.torch-2"])
+def test_trainjob_runs_on_the_runtime_named(tmp_path: Path, runtime: str) -> None:
+    job, _, _ = render(tmp_path, shorthand("TrainJob", 2, f"  runtime: {runtime}\n"))
+    assert job.manifest["spec"]["runtimeRef"] == {"name": runtime}
+
+
+def test_a_templated_runtime_is_rendered_per_trial(tmp_path: Path) -> None:
+    text = shorthand("TrainJob", 2, "  runtime: '{{ framework }}-distributed'\nparameters: {framework: [jax, xgboost]}\n")
+    assert render(tmp_path, text, run_index=1)[0].manifest["spec"]["runtimeRef"] == {"name": "xgboost-distributed"}
+    with pytest.raises(SpecError, match=r"job.runtime \(trial framework=Jax\): 'Jax-distributed' is not the name"):
+        render(tmp_path, text.replace("[jax, xgboost]", "[Jax]"))
+
+
+def test_runtime_belongs_to_trainjobs(tmp_path: Path) -> None:
+    from kubebench.errors import SpecError as LoadError
+
+    with pytest.raises(LoadError, match="`runtime:` names a TrainJob's"):
+        render(tmp_path, shorthand("PyTorchJob", 2, "  runtime: jax-distributed\n"))
+    with pytest.raises(LoadError, match="runtime"):
+        render(tmp_path, shorthand("TrainJob", 2, "  runtime: Not_A_Name\n"))
+
+
+def test_the_xgboost_runtimes_own_variables_are_refused_in_the_env(tmp_path: Path) -> None:
+    extra = "  runtime: xgboost-distributed\n  env: {DMLC_TASK_ID: 3, OMP_NUM_THREADS: 1}\n"
+    with pytest.raises(SpecError, match="job.env: DMLC_TASK_ID is reserved for the XGBoost runtime"):
+        render(tmp_path, shorthand("TrainJob", 2, extra))
+    job, _, _ = render(tmp_path, shorthand("TrainJob", 2, extra.replace("xgboost-distributed", "torch-distributed")))
+    assert {"name": "DMLC_TASK_ID", "value": "3"} in job.manifest["spec"]["trainer"]["env"]  # another runtime's to use
+
+
+def test_an_xgboost_trainjob_node_has_one_gpu(tmp_path: Path) -> None:
+    extra = "  runtime: xgboost-distributed\n  resources: {gpu: '{{ gpus }}'}\nparameters: {gpus: [1, 2]}\n"
+    assert render(tmp_path, shorthand("TrainJob", 2, extra))[0].manifest["spec"]["trainer"]["numNodes"] == 2
+    with pytest.raises(SpecError, match=r"job.resources.gpu: 2 per node on 'xgboost-distributed'.*DMLC_NUM_WORKER"):
+        render(tmp_path, shorthand("TrainJob", 2, extra), run_index=1)
+
+
+@pytest.mark.parametrize("workers", [1, 3])
 def test_trainjob_layout(tmp_path: Path, workers: int) -> None:
     job, _, _ = render(tmp_path, shorthand("TrainJob", workers))
     spec = job.manifest["spec"]
@@ -239,6 +302,8 @@ def test_default_timeout_gives_an_hour_and_a_tenth_deadline(tmp_path: Path) -> N
         ("PyTorchJob", 1, [("master", 1)]),
         ("PyTorchJob", 3, [("master", 1), ("worker", 2)]),
         ("TFJob", 3, [("worker", 3)]),
+        ("JAXJob", 3, [("worker", 3)]),
+        ("XGBoostJob", 3, [("master", 1), ("worker", 2)]),
         ("MPIJob", 3, [("launcher", 1), ("worker", 3)]),
         ("TrainJob", 3, [("node", 3)]),
         ("Job", 3, [("worker", 3)]),

@@ -43,6 +43,11 @@ def build(job: JobShape, container: dict, deadline: int) -> tuple[str, str, dict
     if reserved and policy_of(job.runtime) == "xgboost":
         raise SpecError(f"job.env: {', '.join(reserved)} is reserved for the XGBoost runtime "
                         f"({job.runtime!r}): Trainer sets it on every node and refuses a TrainJob that does")
+    gpus = next((v for k, v in job.resources if k in ("gpu", "nvidia.com/gpu")), "0")
+    if policy_of(job.runtime) == "xgboost" and _number(gpus) > 1:
+        raise SpecError(f"job.resources.gpu: {gpus} per node on {job.runtime!r}: Trainer counts one XGBoost worker "
+                        "per GPU (DMLC_NUM_WORKER = nodes x GPUs) but a node runs its command once, so the tracker "
+                        "would wait for workers that never come; give each node one GPU and more workers")
     trainer: dict[str, Any] = {"image": job.image, "command": list(job.command), "numNodes": job.workers}
     if "env" in container:
         trainer["env"] = container["env"]
@@ -53,6 +58,13 @@ def build(job: JobShape, container: dict, deadline: int) -> tuple[str, str, dict
     if placement:
         node_pod(spec)["spec"].update(placement)
     return "trainer.kubeflow.org/v1alpha1", "TrainJob", spec
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return 0.0  # not a count: the API server says so
 
 
 def node_pod(spec: dict[str, Any]) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """Kueue, as the stand-in plays it: one ClusterQueue of ``capacity`` workloads behind every LocalQueue.
 
 Its webhook creates every job that names a queue (label ``kueue.x-k8s.io/queue-name``) suspended,
-for the kinds Kueue manages (batch/v1 Job, Kubeflow v1 PyTorchJob/TFJob, MPIJob **v2beta1** only,
+for the kinds Kueue manages (batch/v1 Job, Kubeflow v1 PyTorchJob/TFJob/JAXJob/XGBoostJob, MPIJob **v2beta1** only,
 TrainJob); it admits suspended jobs in creation order while the quota allows (``suspend: false``);
 ``preempt`` suspends an admitted job again, as preemption or a ``waitForPodsReady`` eviction does, and
 the job goes back to the queue. Sources: kueue ``pkg/controller/jobs/*`` (``IsSuspended`` / ``Suspend``
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 MANAGED = {("batch", "v1", "jobs"), ("kubeflow.org", "v1", "pytorchjobs"), ("kubeflow.org", "v1", "tfjobs"),
+           ("kubeflow.org", "v1", "jaxjobs"), ("kubeflow.org", "v1", "xgboostjobs"),
            ("kubeflow.org", "v2beta1", "mpijobs"), ("trainer.kubeflow.org", "v1alpha1", "trainjobs")}
 
 

@@ -33,7 +33,8 @@ from .store import ApiError
 if TYPE_CHECKING:
     from .standin import OperatorStandIn, Tracked
 
-REPLICA_FIELDS = {"PyTorchJob": "pytorchReplicaSpecs", "TFJob": "tfReplicaSpecs", "MPIJob": "mpiReplicaSpecs"}
+REPLICA_FIELDS = {"PyTorchJob": "pytorchReplicaSpecs", "TFJob": "tfReplicaSpecs", "MPIJob": "mpiReplicaSpecs",
+                  "JAXJob": "jaxReplicaSpecs", "XGBoostJob": "xgbReplicaSpecs"}
 ORDER = ["Master", "Chief", "Launcher", "Worker", "PS", "Evaluator"]
 JOBSETS = ("jobset.x-k8s.io", "v1alpha2", "jobsets")
 TORCH_PORT = 29400
@@ -92,7 +93,7 @@ def _rank_order(spec: dict) -> list[tuple[str, dict]]:
 
 
 class TrainingOperator(Controller):
-    """training-operator v1 (``version``: 1.9.3 or 1.9.4) for PyTorchJob, TFJob and MPIJob v1."""
+    """training-operator v1 (``version``: 1.9.3 or 1.9.4) for PyTorchJob, TFJob, JAXJob, XGBoostJob and MPIJob v1."""
 
     def __init__(self, standin: "OperatorStandIn", version: str) -> None:
         super().__init__(standin)
@@ -119,7 +120,7 @@ class TrainingOperator(Controller):
 
     def _run(self, job: "Tracked") -> None:
         job.start_time = float(int(time.time()))  # status.startTime: whole seconds
-        job.data["port"] = self.s.free_port()
+        job.data["port"], job.data["worker_port"] = self.s.free_port(), self.s.free_port()
         job.data["tf_ports"] = {(r, i): self.s.free_port() for r, i, _, _ in self.replicas(job)}
         self._create_missing(job)
 
@@ -140,15 +141,27 @@ class TrainingOperator(Controller):
         labels = {"training.kubeflow.org/job-name": job.name, "training.kubeflow.org/operator-name":
                   f"{job.kind.lower()}-controller", "training.kubeflow.org/replica-type": rtype.lower(),
                   "training.kubeflow.org/replica-index": str(index)}
-        if rtype in ("Master", "Chief") or (job.kind == "MPIJob" and rtype == "Launcher"):
-            labels["training.kubeflow.org/job-role"] = "master" if rtype != "Launcher" else "launcher"
+        # IsMasterRole: the Master or Chief; a JAXJob's worker 0 (jaxjob_controller.go)
+        if rtype in ("Master", "Chief") or (job.kind == "JAXJob" and index == 0):
+            labels["training.kubeflow.org/job-role"] = "master"
+        elif job.kind == "MPIJob" and rtype == "Launcher":
+            labels["training.kubeflow.org/job-role"] = "launcher"
         return labels
 
     def _env(self, job: "Tracked", rtype: str, index: int, rank: int, replicas: list) -> dict[str, str]:
+        world = len(replicas)
         if job.kind == "PyTorchJob":
-            world = len(replicas)
             return {"PYTHONUNBUFFERED": "1", "MASTER_PORT": str(job.data["port"]), "MASTER_ADDR": self.s.host,
                     "WORLD_SIZE": str(world), "RANK": str(rank), "PET_NODE_RANK": str(rank), "PET_NNODES": str(world)}
+        if job.kind == "JAXJob":  # jax/envvar.go: the coordinator is worker 0, at its jaxjob-port
+            return {"PYTHONUNBUFFERED": "1", "COORDINATOR_PORT": str(job.data["port"]), "COORDINATOR_ADDRESS": self.s.host,
+                    "NUM_PROCESSES": str(world), "PROCESS_ID": str(index)}
+        if job.kind == "XGBoostJob":  # xgboost/xgboost.go: workers ranked after the master
+            env = {"MASTER_PORT": str(job.data["port"]), "MASTER_ADDR": self.s.host, "WORLD_SIZE": str(world),
+                   "RANK": str(rank), "PYTHONUNBUFFERED": "1"}
+            if world > 1:  # LightGBM's: every worker's address and the workers' port
+                env |= {"WORKER_PORT": str(job.data["worker_port"]), "WORKER_ADDRS": ",".join([self.s.host] * (world - 1))}
+            return env
         if job.kind == "TFJob":
             cluster: dict[str, list[str]] = {}
             for (r, _), port in job.data["tf_ports"].items():
@@ -177,8 +190,9 @@ class TrainingOperator(Controller):
             message = f"{job.kind} {job.name} is failed because {count} {first.type.capitalize()} replica(s) failed."
             return self.finish(job, "Failed", f"{job.kind}Failed", message, clean)
         if self._succeeded(job, pods):
-            return self.finish(job, "Succeeded", f"{job.kind}Succeeded",
-                               f"{job.kind} {job.namespace}/{job.name} successfully completed.", clean)
+            done = (f"{job.kind} {job.name} is successfully completed." if job.kind == "XGBoostJob"
+                    else f"{job.kind} {job.namespace}/{job.name} successfully completed.")
+            return self.finish(job, "Succeeded", f"{job.kind}Succeeded", done, clean)
         self._lost_ranks(job, pods)
         self._create_missing(job)  # a pod deleted under a running job is created again
         if any(p.phase == "Running" for p in pods):
@@ -372,12 +386,46 @@ class JobController(Controller):
                           f"{job.name}-{index}-{self.s.suffix()}", labels)
 
 
+#: Trainer's built-in ClusterTrainingRuntimes (``manifests/base/runtimes``): the first release that
+#: ships each, and its ML policy (``mlPolicy``), which decides what the nodes are given.
+TRAINER_RUNTIMES = {"torch-distributed": ((2, 0), "torch"), "deepspeed-distributed": ((2, 0), "mpi"),
+                    "mlx-distributed": ((2, 0), "mpi"), "jax-distributed": ((2, 2), "jax"),
+                    "xgboost-distributed": ((2, 2), "xgboost")}
+#: ``constants.XGBoostReservedEnvNames``: what the xgboost plugin sets and its validation forbids in the trainer's env.
+XGBOOST_RESERVED = ("DMLC_TRACKER_URI", "DMLC_TRACKER_PORT", "DMLC_TASK_ID", "DMLC_NUM_WORKER")
+TRAINER_WEBHOOK = "validator.trainjob.trainer.kubeflow.org"
+
+
 class TrainerController(Controller):
-    """Kubeflow Trainer (``version`` 2.1 … 2.3) with JobSet: a TrainJob's JobSet and its node pods."""
+    """Kubeflow Trainer (``version`` 2.1 … 2.3) with JobSet: a TrainJob's JobSet and its node pods, the
+    nodes' environment from the runtime's ML policy, and the TrainJob validating webhook."""
 
     def __init__(self, standin: "OperatorStandIn", version: str) -> None:
         super().__init__(standin)
         self.version = version
+        release = tuple(int(x) for x in version.split("."))
+        #: The runtimes installed with this release (a test may add or remove some).
+        self.runtimes = {name: policy for name, (since, policy) in TRAINER_RUNTIMES.items() if release >= since}
+
+    def webhook(self, key: tuple, obj: dict) -> dict:
+        """``ValidateCreate``: the runtime must exist (``clustertrainingruntime.go``), and on an xgboost
+        one the trainer's env must not set what the plugin reserves (``xgboost.go``, ``Validate``)."""
+        if key != ("trainer.kubeflow.org", "v1alpha1", "trainjobs"):
+            return obj
+        spec = obj.get("spec") or {}
+        name = (spec.get("runtimeRef") or {}).get("name", "")
+        if name not in self.runtimes:
+            self._deny(f'spec.RuntimeRef: Invalid value: {{"name": "{name}"}}: clustertrainingruntimes.trainer.kubeflow.org '
+                       f'"{name}" not found: specified clusterTrainingRuntime must be created before the TrainJob is created')
+        if self.runtimes[name] == "xgboost":
+            for i, env in enumerate((spec.get("trainer") or {}).get("env") or []):
+                if env.get("name") in XGBOOST_RESERVED:
+                    self._deny(f"spec.trainer.env[{i}]: Forbidden: {env['name']} is reserved for the XGBoost runtime")
+        return obj
+
+    def _deny(self, message: str) -> None:
+        # controller-runtime answers a validation error 403; the API server prefixes the webhook's name.
+        raise ApiError(403, "Forbidden", f'admission webhook "{TRAINER_WEBHOOK}" denied the request: {message}')
 
     def start(self, job: "Tracked") -> None:
         job.created_wall = float(int(time.time()))  # metadata.creationTimestamp: whole seconds
@@ -455,12 +503,7 @@ class TrainerController(Controller):
         template = {"metadata": patch.get("metadata") or {}, "spec": pod_spec}
         if "port" not in job.data:
             job.data["port"] = self.s.free_port()
-        resources = (trainer.get("resourcesPerNode") or {}).get("limits") or {}
-        nproc = trainer.get("numProcPerNode") or ("auto" if resources.get("nvidia.com/gpu") else
-                                                   max(1, int(float(str(resources.get("cpu", 1)).rstrip("m")) or 1)))
-        env = {"PET_NNODES": str(nodes), "PET_NPROC_PER_NODE": str(nproc), "PET_NODE_RANK": str(index),
-                "PET_MASTER_ADDR": self.s.host, "PET_MASTER_PORT": str(job.data["port"]),
-                "JOB_COMPLETION_INDEX": str(index)}
+        env = {**self._policy_env(job, index, nodes), "JOB_COMPLETION_INDEX": str(index)}
         labels = {"jobset.sigs.k8s.io/jobset-name": job.name, "jobset.sigs.k8s.io/replicatedjob-name": "node",
                   "jobset.sigs.k8s.io/job-index": "0", "batch.kubernetes.io/job-completion-index": str(index),
                   "batch.kubernetes.io/job-name": f"{job.name}-node-0",
@@ -469,6 +512,27 @@ class TrainerController(Controller):
                  "uid": jobset["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}
         self.s.create_pod(job, "node", index, template, env, "OnFailure",
                           f"{job.name}-node-0-{index}-{self.s.suffix()}", labels, owner)
+
+    def _policy_env(self, job: "Tracked", index: int, nodes: int) -> dict[str, str]:
+        """What the runtime's ML policy plugin gives node ``index`` (rank 0's address: the one node here)."""
+        trainer = (job.obj.get("spec") or {}).get("trainer") or {}
+        resources = trainer.get("resourcesPerNode") or {}
+        port, policy = str(job.data["port"]), self.runtimes.get(self._runtime(job), "torch")
+        if policy == "jax":  # jax.go: the coordinator is node 0's pod
+            return {"JAX_NUM_PROCESSES": str(nodes), "JAX_PROCESS_ID": str(index),
+                    "JAX_COORDINATOR_ADDRESS": f"{self.s.host}:{port}"}
+        if policy == "xgboost":  # xgboost.go: a worker per GPU (one per CPU node); the tracker on node 0
+            gpus = _gpus(resources.get("requests") or {}) or _gpus(resources.get("limits") or {})
+            return {"DMLC_TRACKER_URI": self.s.host, "DMLC_TRACKER_PORT": port, "DMLC_TASK_ID": str(index),
+                    "DMLC_NUM_WORKER": str(nodes * max(1, gpus))}
+        limits = resources.get("limits") or {}
+        nproc = trainer.get("numProcPerNode") or ("auto" if limits.get("nvidia.com/gpu") else
+                                                   max(1, int(float(str(limits.get("cpu", 1)).rstrip("m")) or 1)))
+        return {"PET_NNODES": str(nodes), "PET_NPROC_PER_NODE": str(nproc), "PET_NODE_RANK": str(index),
+                "PET_MASTER_ADDR": self.s.host, "PET_MASTER_PORT": port}
+
+    def _runtime(self, job: "Tracked") -> str:
+        return str(((job.obj.get("spec") or {}).get("runtimeRef") or {}).get("name", ""))
 
     def _patched_pod(self, spec: dict) -> dict[str, Any]:
         """The node pod template the runtime patches give (Trainer ≥ 2.2: ``runtimePatches``)."""
@@ -479,6 +543,11 @@ class TrainerController(Controller):
                     template = ((replicated.get("template") or {}).get("spec") or {}).get("template") or {}
                     pod = _merge(pod, template)
         return pod
+
+
+def _gpus(amounts: dict) -> int:
+    """``GetNumGPUPerNode``: the first resource whose name holds "gpu"."""
+    return next((int(float(str(v))) for k, v in amounts.items() if "gpu" in k.lower()), 0)
 
 
 def _merge(base: Any, patch: Any) -> Any:

@@ -36,11 +36,13 @@ from .kueue import Kueue
 from .network import Network
 from .operators import JobController, MpiOperator, TrainerController, TrainingOperator
 
-JOB_KINDS = ("PyTorchJob", "TFJob", "MPIJob", "TrainJob", "Job")
+JOB_KINDS = ("PyTorchJob", "TFJob", "JAXJob", "XGBoostJob", "MPIJob", "TrainJob", "Job")
+#: The Kubeflow v1 kinds: their suspend and status live under runPolicy and replicaStatuses.
+KUBEFLOW_V1 = ("PyTorchJob", "TFJob", "JAXJob", "XGBoostJob", "MPIJob")
 #: What the stand-in's controllers follow: the job kinds and Deployments.
 WORKLOAD_KINDS = (*JOB_KINDS, "Deployment")
 CLAIMS = ("", "v1", "persistentvolumeclaims")
-__all__ = ["CLAIMS", "JOB_KINDS", "OperatorStandIn", "Tracked", "quantity"]
+__all__ = ["CLAIMS", "JOB_KINDS", "KUBEFLOW_V1", "OperatorStandIn", "Tracked", "quantity"]
 from .kubelet import quantity  # noqa: E402  (re-exported)
 
 
@@ -86,9 +88,10 @@ class OperatorStandIn:
         self.refuse_pods: str | None = None  # a reason every pod create is refused (PodSecurity …)
         #: A container a mutating webhook adds first to every pod (a service mesh's proxy).
         self.inject_sidecar: dict | None = None
-        self.controllers = {"PyTorchJob": TrainingOperator(self, training_operator), "TFJob": TrainingOperator(self, training_operator),
-                            "Job": JobController(self), "TrainJob": TrainerController(self, trainer),
-                            "MPIJob/kubeflow.org/v1": TrainingOperator(self, training_operator), "MPIJob": MpiOperator(self),
+        v1 = TrainingOperator(self, training_operator)
+        self.trainer = TrainerController(self, trainer)
+        self.controllers = {"PyTorchJob": v1, "TFJob": v1, "JAXJob": v1, "XGBoostJob": v1, "MPIJob/kubeflow.org/v1": v1,
+                            "Job": JobController(self), "TrainJob": self.trainer, "MPIJob": MpiOperator(self),
                             "Deployment": DeploymentController(self)}
         self.jobs: dict[tuple[str, str], Tracked] = {}
         self.pods: dict[tuple[str, str], PodSim] = {}
@@ -112,6 +115,7 @@ class OperatorStandIn:
         self.store.kubelets.add(self.node.name)
         if self.kueue is not None:
             self.store.admission.append(self.kueue.webhook)
+        self.store.admission.append(self.trainer.webhook)
         self.store.create(("", "v1", "nodes"), "", {"apiVersion": "v1", "kind": "Node", "metadata": {
             "name": self.node.name, "labels": self.node.labels}, "status": {}})
         self._thread.start()
@@ -120,6 +124,7 @@ class OperatorStandIn:
     def stop(self) -> None:
         """Stop working and kill every process still running."""
         self.store.listeners.remove(self._on_event)
+        self.store.admission.remove(self.trainer.webhook)
         self.store.kubelets.discard(self.node.name)
         self._stopped.set()
         self._thread.join(timeout=10)
@@ -262,7 +267,7 @@ class OperatorStandIn:
         status: dict[str, Any] = {"conditions": list(job.conditions)}
         if job.start_time is not None and job.kind != "TrainJob":
             status["startTime"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(job.start_time))
-        if job.kind in ("PyTorchJob", "TFJob", "MPIJob"):
+        if job.kind in KUBEFLOW_V1:
             status["replicaStatuses"] = {p.type.capitalize(): {"active": sum(q.type == p.type and q.phase == "Running"
                                                                              for q in job.replicas)} for p in job.replicas}
         if status == job.data.get("written"):
@@ -277,7 +282,7 @@ class OperatorStandIn:
         """Set the job's ``suspend`` (Kueue does it through the API)."""
         def change(obj: dict) -> dict:
             spec = obj.setdefault("spec", {})
-            (spec.setdefault("runPolicy", {}) if job.kind in ("PyTorchJob", "TFJob", "MPIJob") else spec)["suspend"] = value
+            (spec.setdefault("runPolicy", {}) if job.kind in KUBEFLOW_V1 else spec)["suspend"] = value
             return obj
 
         try:

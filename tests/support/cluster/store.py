@@ -44,6 +44,8 @@ KINDS: dict[Key, str] = {
     ("kubeflow.org", "v1", "tfjobs"): "TFJob",
     ("kubeflow.org", "v1", "mpijobs"): "MPIJob",
     ("kubeflow.org", "v2beta1", "mpijobs"): "MPIJob",
+    ("kubeflow.org", "v1", "jaxjobs"): "JAXJob",
+    ("kubeflow.org", "v1", "xgboostjobs"): "XGBoostJob",
     ("trainer.kubeflow.org", "v1alpha1", "trainjobs"): "TrainJob",
     ("jobset.x-k8s.io", "v1alpha2", "jobsets"): "JobSet",
     ("kueue.x-k8s.io", "v1beta1", "localqueues"): "LocalQueue",

@@ -63,8 +63,8 @@ def resource_of(manifest: dict[str, Any]) -> Resource:
     group, _, version = api_version.rpartition("/")
     if kind == "Process" or not group or not version:
         raise SpecError(f"job kind {kind!r} ({api_version or 'no apiVersion'}) cannot run on Kubernetes; "
-                        "use PyTorchJob, TFJob, MPIJob, TrainJob or Job")
-    # Every kind kubebench runs has the regular plural (pytorchjobs, tfjobs, mpijobs, trainjobs, jobs).
+                        "use PyTorchJob, TFJob, JAXJob, XGBoostJob, MPIJob, TrainJob or Job")
+    # Every kind kubebench runs has the regular plural (pytorchjobs, jaxjobs, xgboostjobs, trainjobs, jobs …).
     return Resource(group, version, kind.lower() + "s", kind)
 
 
