@@ -7,6 +7,8 @@
 #   docker build --target mpi    -t kubebench/cnn-mpi:0.1.0 . the cnn image + Open MPI, mpi4py and an SSH
 #                                                            server: mpi-cnn (MPIJob launcher and workers)
 #   docker build --target tf     -t kubebench/tf:0.1.0 .     TensorFlow (CPU) + kubebench: tf-cnn
+#   docker build --target jax    -t kubebench/jax:0.1.0 .    JAX (CPU) + optax + kubebench: jax-train
+#   docker build --target xgboost -t kubebench/xgboost:0.1.0 . XGBoost (CPU) + kubebench: xgb-train
 # GPU builds of cnn: --build-arg TORCH_INDEX=https://download.pytorch.org/whl/cu124
 ARG PYTHON=python:3.11-slim
 
@@ -56,5 +58,15 @@ CMD ["/usr/sbin/sshd", "-De"]
 
 FROM base AS tf
 RUN pip install ".[tensorflow]"
+USER 1000
+WORKDIR /workspace
+
+FROM base AS jax
+RUN pip install ".[jax]"
+USER 1000
+WORKDIR /workspace
+
+FROM base AS xgboost
+RUN pip install ".[xgboost]"
 USER 1000
 WORKDIR /workspace

@@ -17,8 +17,8 @@ from kubebench.render.job import RenderedJob
 from kubebench.render.kinds import JobShape, build_manifest
 
 
-def manifest(kind: str, workers: int, command: list[str]) -> dict:
-    shape = JobShape(kind, workers, "img", tuple(command), (("FOO", "bar"),), ())
+def manifest(kind: str, workers: int, command: list[str], runtime: str = "torch-distributed") -> dict:
+    shape = JobShape(kind, workers, "img", tuple(command), (("FOO", "bar"),), (), runtime=runtime)
     return build_manifest(shape, "kb-test", {}, 60)
 
 
@@ -50,6 +50,40 @@ def test_trainjob_and_batch_job_env(tmp_path: Path) -> None:
     assert env_of(train, "node-1")["PET_NODE_RANK"] == "1"
     batch = plan_launches(manifest("Job", 2, ["python", "-c", "pass"]), tmp_path)
     assert [launch.env["JOB_COMPLETION_INDEX"] for launch in batch] == ["0", "1"]
+
+
+def test_jaxjob_workers_get_the_coordinator_as_training_operator_gives_it(tmp_path: Path) -> None:
+    launches = plan_launches(manifest("JAXJob", 3, ["python", "-c", "pass"]), tmp_path)
+    assert [launch.name for launch in launches] == ["worker-0", "worker-1", "worker-2"]
+    assert [launch.env["PROCESS_ID"] for launch in launches] == ["0", "1", "2"]
+    assert {(e["COORDINATOR_ADDRESS"], e["COORDINATOR_PORT"], e["NUM_PROCESSES"]) for e in (x.env for x in launches)} \
+        == {("127.0.0.1", launches[0].env["COORDINATOR_PORT"], "3")}
+    assert "RANK" not in launches[0].env and launches[2].env["LOCAL_WORLD_SIZE"] == "3"
+
+
+def test_xgboostjob_ranks_the_workers_after_the_master(tmp_path: Path) -> None:
+    launches = plan_launches(manifest("XGBoostJob", 3, ["python", "-c", "pass"]), tmp_path)
+    assert [(x.name, x.env["RANK"]) for x in launches] == [("master-0", "0"), ("worker-0", "1"), ("worker-1", "2")]
+    master = launches[0].env
+    assert (master["MASTER_ADDR"], master["WORLD_SIZE"], master["WORKER_ADDRS"]) == ("127.0.0.1", "3", "127.0.0.1,127.0.0.1")
+    assert len({x.env["MASTER_PORT"] for x in launches}) == 1 and master["WORKER_PORT"] != master["MASTER_PORT"]
+    alone = plan_launches(manifest("XGBoostJob", 1, ["python", "-c", "pass"]), tmp_path)[0].env
+    assert alone["WORLD_SIZE"] == "1" and "WORKER_ADDRS" not in alone  # no workers: no LightGBM addresses
+
+
+@pytest.mark.parametrize(("runtime", "given", "absent"), [
+    ("jax-distributed", {"JAX_NUM_PROCESSES": "2", "JAX_PROCESS_ID": "1"}, "PET_NNODES"),
+    ("xgboost-distributed", {"DMLC_TRACKER_URI": "127.0.0.1", "DMLC_TASK_ID": "1", "DMLC_NUM_WORKER": "2"}, "RANK"),
+    ("my-own-runtime", {"PET_NNODES": "2", "PET_NODE_RANK": "1", "RANK": "1"}, "JAX_PROCESS_ID"),
+])
+def test_a_trainjob_node_gets_what_its_runtimes_plugin_gives(tmp_path: Path, runtime: str, given: dict, absent: str) -> None:
+    launches = plan_launches(manifest("TrainJob", 2, ["python", "-c", "pass"], runtime), tmp_path)
+    node = launches[1].env
+    assert {k: node[k] for k in given} == given and absent not in node
+    assert node["JOB_COMPLETION_INDEX"] == "1"
+    port = launches[0].env.get("DMLC_TRACKER_PORT") or launches[0].env.get("PET_MASTER_PORT") or \
+        launches[0].env["JAX_COORDINATOR_ADDRESS"].rsplit(":", 1)[1]
+    assert port in str(node.values())  # rank 0's address, the same for both
 
 
 def test_mpijob_runs_the_launcher_with_a_hostfile(tmp_path: Path) -> None:

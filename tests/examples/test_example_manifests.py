@@ -19,7 +19,7 @@ from kubebench.spec.load import load_spec
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 KINDS = {"pytorch-cnn": "PyTorchJob", "llm-train": "PyTorchJob", "tf-cnn": "TFJob", "mpi-cnn": "MPIJob", "mlperf-trainjob": "TrainJob",
-         "kubebench-v1-compat": "Job", "jpeg-loader": "Job"}
+         "kubebench-v1-compat": "Job", "jpeg-loader": "Job", "jax-train": "JAXJob", "xgb-train": "XGBoostJob"}
 
 
 @pytest.mark.parametrize("name", sorted(KINDS))

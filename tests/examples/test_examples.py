@@ -12,11 +12,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from support.replicas import assert_replicas_in_sync
 from support.timing import scaled
 from typer.testing import CliRunner
 
 from kubebench.cli import app
-from kubebench.workloads.measure import REPLICA_LINE
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 runner = CliRunner(env={"COLUMNS": "200"})
@@ -38,17 +38,6 @@ def run_example(name: str, *settings: str) -> list[dict]:
 
 def output_of(home: Path, record: dict) -> Path:
     return home / "experiments" / record["experiment_id"] / record["run_id"] / "output"
-
-
-def assert_replicas_in_sync(logs: list[str], world_size: int, global_rate: float) -> None:
-    """Every rank's closing line is there once, all with the same trained weights, and the global
-    rate is the sum of the ranks' own rates."""
-    lines = [line for log in logs for line in REPLICA_LINE.findall(log)]
-    assert sorted(int(rank) for rank, *_ in lines) == list(range(world_size))
-    assert {size for _, size, _, _ in lines} == {str(world_size)}
-    assert len({digest for _, _, digest, _ in lines}) == 1, lines
-    # abs: the example's regex post-processor reads the rate from the one-decimal "images/sec:" line.
-    assert global_rate == pytest.approx(sum(float(rate) for *_, rate in lines), rel=1e-9, abs=0.051)
 
 
 def test_job_kind_runs_the_original_kubebench_runner_and_post_processor(home: Path) -> None:
@@ -98,7 +87,7 @@ def test_mpijob_kind_runs_ranks_under_mpirun(home: Path) -> None:
     assert "world_size=2" in log and "Sync:        mpi" in log
     assert log.count("KUBEBENCH_METRIC") == 1  # rank 0 only
     assert record["metrics"]["images_per_sec"] > 0 and record["params"]["workers"] == 2
-    assert_replicas_in_sync([log], 2, record["metrics"]["images_per_sec"])
+    assert_replicas_in_sync([log], 2, record["metrics"]["images_per_sec"], abs_tol=0.051)
     assert sorted(p.name for p in output_of(home, record).glob("*.log")) == ["launcher-0.log"]
 
 
@@ -113,7 +102,7 @@ def test_tfjob_kind_trains_with_two_workers(home: Path) -> None:
     assert "Sync:        MultiWorkerMirroredStrategy" in (output / "worker-0.log").read_text()
     assert record["metrics"]["images_per_sec"] > 0
     logs = [(output / f"worker-{i}.log").read_text() for i in (0, 1)]
-    assert_replicas_in_sync(logs, 2, record["metrics"]["images_per_sec"])
+    assert_replicas_in_sync(logs, 2, record["metrics"]["images_per_sec"], abs_tol=0.051)
     assert json.loads((output / "step_times.json").read_text())["world_size"] == 2
 
 
