@@ -4,13 +4,12 @@ model on both ranks) whose global rate is the sum of the ranks'; then `kubebench
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 from pathlib import Path
 
 import pytest
 from support.replicas import assert_replicas_in_sync, output_logs, replica_lines
+from support.skips import require_module
 from typer.testing import CliRunner
 
 from kubebench.cli import app
@@ -20,12 +19,6 @@ from kubebench.workloads.llm_options import PRESETS
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 runner = CliRunner(env={"COLUMNS": "250"})
 pytestmark = pytest.mark.slow
-
-
-def needs(module: str, extra: str) -> None:
-    if importlib.util.find_spec(module) is None:
-        reason = f"{module} is not installed: pip install 'kubebench[{extra}]'"
-        pytest.fail(reason) if os.environ.get("CI") else pytest.skip(reason)
 
 
 def run_example(name: str) -> list[dict]:
@@ -44,7 +37,7 @@ def scaling_rows(name: str, metric: str, knob: str) -> dict[tuple[str, str], lis
 
 
 def test_the_jax_example_trains_dp_and_fsdp_and_scales(home: Path) -> None:
-    needs("jax", "jax")
+    require_module("jax", "jax")
     records = run_example("jax-train")
     by_trial = {(r["params"]["workers"], r["params"]["parallel"]): r for r in records}
     assert set(by_trial) == {(1, "dp"), (2, "dp"), (2, "fsdp")}
@@ -67,7 +60,7 @@ def test_the_jax_example_trains_dp_and_fsdp_and_scales(home: Path) -> None:
 
 
 def test_the_xgboost_example_boosts_with_hist_and_approx_and_scales(home: Path) -> None:
-    needs("xgboost", "xgboost")
+    require_module("xgboost", "xgboost")
     records = run_example("xgb-train")
     by_trial = {(r["params"]["workers"], r["params"]["tree_method"]): r for r in records}
     assert set(by_trial) == {(w, t) for w in (1, 2) for t in ("hist", "approx")}

@@ -28,3 +28,15 @@ def skip_allowed(nodeid: str, reason: str) -> bool:
     """Whether a skip of ``nodeid`` for ``reason`` is on the allow-list."""
     path = nodeid.split("::", 1)[0]
     return any(path == file and words in reason for file, words in ALLOWED_SKIPS)
+
+
+def require_module(module: str, extra: str) -> None:
+    """Skip the test when ``module`` is not installed (an extra), or fail it under CI, whose setup
+    (``make test``) installs every extra the suite runs."""
+    import importlib.util
+
+    import pytest
+
+    if importlib.util.find_spec(module) is None:
+        reason = f"{module} is not installed: pip install 'kubebench[{extra}]'"
+        pytest.fail(reason) if under_ci() else pytest.skip(reason)
