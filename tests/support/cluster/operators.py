@@ -2,11 +2,14 @@
 
 Sources (read at the tags named; see docs/kubernetes-conformance.md for the table):
 
-- training-operator v1 (PyTorchJob, TFJob, MPIJob v1): ``pkg/controller.v1/common/job.go`` (backoff
+- training-operator v1 (PyTorchJob, TFJob, JAXJob, XGBoostJob, MPIJob v1): ``pkg/controller.v1/common/job.go`` (backoff
   limit and deadline: ≤ v1.9.3 deletes every pod before it marks the job Failed, v1.9.4 marks it
   Failed first and then honours cleanPodPolicy; suspend deletes the pods; resume resets startTime),
   ``pkg/controller.v1/<kind>/…_controller.go`` (Failed when a Never replica fails), ``envvar.go``
-  (MASTER_ADDR, WORLD_SIZE, RANK, PET_NODE_RANK, PET_NNODES, PYTHONUNBUFFERED), ``pod.go`` (the
+  (MASTER_ADDR, WORLD_SIZE, RANK, PET_NODE_RANK, PET_NNODES, PYTHONUNBUFFERED), ``jax/envvar.go``
+  (COORDINATOR_ADDRESS/PORT, NUM_PROCESSES, PROCESS_ID), ``xgboost/xgboost.go`` (MASTER_*, WORLD_SIZE,
+  RANK after the master, WORKER_ADDRS/PORT), ``jaxjob_controller.go`` / ``xgboostjob_controller.go``
+  (a JAXJob succeeds with all its workers, an XGBoostJob with its master), ``pod.go`` (the
   SetPodTemplateRestartPolicy warning, pod names and labels; a deleted pod is created again).
 - mpi-operator v0.8 (MPIJob v2beta1): ``v2beta1/default.go`` (launcher OnFailure, AtStartup,
   cleanPodPolicy None), ``mpi_job_controller.go`` (workers as pods, the launcher as a batch Job
@@ -14,21 +17,17 @@ Sources (read at the tags named; see docs/kubernetes-conformance.md for the tabl
   launcher Job, cleanPodPolicy on workers, suspend).
 - the Job controller (batch/v1 Indexed): replacement pods up to backoffLimit, DeadlineExceeded from
   status.startTime, suspend deletes active pods.
-- Trainer v2 + JobSet v0.12 (TrainJob): the torch plugin's PET_* only (``torch.go``), the JobSet
-  webhook's restartPolicy OnFailure (``jobset_webhook.go``) with the batch default backoffLimit 6,
-  FailedJobs / AllJobsCompleted, the deadline from creationTimestamp deleting the JobSet
-  (``trainjob_controller.go``), Suspended/Resumed conditions.
+- Trainer v2 + JobSet (TrainJob): :mod:`.trainer`.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .jobpolicy import judge
 from .kubelet import PodSim
-from .store import ApiError
 
 if TYPE_CHECKING:
     from .standin import OperatorStandIn, Tracked
@@ -384,179 +383,3 @@ class JobController(Controller):
         self.s.create_pod(job, "worker", index, template, {"JOB_COMPLETION_INDEX": str(index)},
                           (template.get("spec") or {}).get("restartPolicy") or "Never",
                           f"{job.name}-{index}-{self.s.suffix()}", labels)
-
-
-#: Trainer's built-in ClusterTrainingRuntimes (``manifests/base/runtimes``): the first release that
-#: ships each, and its ML policy (``mlPolicy``), which decides what the nodes are given.
-TRAINER_RUNTIMES = {"torch-distributed": ((2, 0), "torch"), "deepspeed-distributed": ((2, 0), "mpi"),
-                    "mlx-distributed": ((2, 0), "mpi"), "jax-distributed": ((2, 2), "jax"),
-                    "xgboost-distributed": ((2, 2), "xgboost")}
-#: ``constants.XGBoostReservedEnvNames``: what the xgboost plugin sets and its validation forbids in the trainer's env.
-XGBOOST_RESERVED = ("DMLC_TRACKER_URI", "DMLC_TRACKER_PORT", "DMLC_TASK_ID", "DMLC_NUM_WORKER")
-TRAINER_WEBHOOK = "validator.trainjob.trainer.kubeflow.org"
-
-
-class TrainerController(Controller):
-    """Kubeflow Trainer (``version`` 2.1 … 2.3) with JobSet: a TrainJob's JobSet and its node pods, the
-    nodes' environment from the runtime's ML policy, and the TrainJob validating webhook."""
-
-    def __init__(self, standin: "OperatorStandIn", version: str) -> None:
-        super().__init__(standin)
-        self.version = version
-        release = tuple(int(x) for x in version.split("."))
-        #: The runtimes installed with this release (a test may add or remove some).
-        self.runtimes = {name: policy for name, (since, policy) in TRAINER_RUNTIMES.items() if release >= since}
-
-    def webhook(self, key: tuple, obj: dict) -> dict:
-        """``ValidateCreate``: the runtime must exist (``clustertrainingruntime.go``), and on an xgboost
-        one the trainer's env must not set what the plugin reserves (``xgboost.go``, ``Validate``)."""
-        if key != ("trainer.kubeflow.org", "v1alpha1", "trainjobs"):
-            return obj
-        spec = obj.get("spec") or {}
-        name = (spec.get("runtimeRef") or {}).get("name", "")
-        if name not in self.runtimes:
-            self._deny(f'spec.RuntimeRef: Invalid value: {{"name": "{name}"}}: clustertrainingruntimes.trainer.kubeflow.org '
-                       f'"{name}" not found: specified clusterTrainingRuntime must be created before the TrainJob is created')
-        if self.runtimes[name] == "xgboost":
-            for i, env in enumerate((spec.get("trainer") or {}).get("env") or []):
-                if env.get("name") in XGBOOST_RESERVED:
-                    self._deny(f"spec.trainer.env[{i}]: Forbidden: {env['name']} is reserved for the XGBoost runtime")
-        return obj
-
-    def _deny(self, message: str) -> None:
-        # controller-runtime answers a validation error 403; the API server prefixes the webhook's name.
-        raise ApiError(403, "Forbidden", f'admission webhook "{TRAINER_WEBHOOK}" denied the request: {message}')
-
-    def start(self, job: "Tracked") -> None:
-        job.created_wall = float(int(time.time()))  # metadata.creationTimestamp: whole seconds
-        self.tick(job)
-
-    def _jobset(self, job: "Tracked") -> dict | None:
-        if job.data.get("jobset") is None and not job.data.get("jobset_deleted"):
-            owner = {"apiVersion": job.api_version, "kind": "TrainJob", "name": job.name, "uid": job.uid,
-                     "controller": True, "blockOwnerDeletion": True}
-            body = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-                    "metadata": {"name": job.name, "ownerReferences": [owner]}, "spec": {}}
-            try:
-                job.data["jobset"] = self.s.store.create(JOBSETS, job.namespace, body)
-            except ApiError:
-                job.data["jobset"] = self.s.store.find(JOBSETS, job.namespace, job.name)
-        return job.data.get("jobset")
-
-    def tick(self, job: "Tracked") -> None:
-        if job.finished is not None:
-            return
-        if self._suspension(job):
-            return self.s.write_job(job)
-        jobset = self._jobset(job)
-        spec = job.obj.get("spec") or {}
-        deadline = spec.get("activeDeadlineSeconds")
-        started = job.data.get("resumed_at", job.created_wall)
-        if deadline and time.time() - started >= deadline:
-            self._delete_jobset(job)
-            return self.finish(job, "Failed", "DeadlineExceeded", "TrainJob exceeded its active deadline", None)
-        pods = job.pods
-        restarts = sum(b.restarts for p in pods for b in p.boxes) + sum(p.phase == "Failed" for p in pods)
-        if restarts > 6:  # the batch default backoffLimit: the runtime sets none
-            self.delete_pods(job, "Running")
-            return self.finish(job, "Failed", "FailedJobs", "jobset failed due to one or more job failures", None)
-        nodes = int((spec.get("trainer") or {}).get("numNodes", 1))
-        if sum(p.phase == "Succeeded" for p in pods) >= nodes:
-            return self.finish(job, "Complete", "AllJobsCompleted", "jobset completed successfully", None)
-        existing = {p.index for p in self.live(job)}
-        for index in range(nodes):
-            if index not in existing and jobset is not None:
-                self._pod(job, jobset, index, nodes)
-        self.s.write_job(job)
-
-    def _suspension(self, job: "Tracked") -> bool:
-        if self.suspended(job):
-            if not is_true(job, "Suspended"):
-                self._delete_jobset(job)
-                set_condition(job, condition("Suspended", "True", "Suspended", "TrainJob is suspended"))
-            return True
-        if is_true(job, "Suspended"):
-            set_condition(job, condition("Suspended", "False", "Resumed", "TrainJob is resumed"))
-            job.data["resumed_at"] = time.time()
-            job.data.pop("jobset_deleted", None)
-        return False
-
-    def _delete_jobset(self, job: "Tracked") -> None:
-        if job.data.get("jobset") is not None:
-            try:
-                self.s.store.delete(JOBSETS, job.namespace, job.name, "Background")
-            except ApiError:
-                pass
-        job.data["jobset"], job.data["jobset_deleted"] = None, True
-
-    def _pod(self, job: "Tracked", jobset: dict, index: int, nodes: int) -> None:
-        spec = job.obj.get("spec") or {}
-        trainer = spec.get("trainer") or {}
-        patch = self._patched_pod(spec)
-        container = {"name": "node", "image": trainer.get("image", "pytorch/pytorch"),
-                     **{k: trainer[k] for k in ("command", "args", "env") if k in trainer}}
-        if trainer.get("resourcesPerNode"):
-            container["resources"] = trainer["resourcesPerNode"]
-        node_patch = next((c for c in (patch.get("spec") or {}).get("containers") or [] if c.get("name") == "node"), {})
-        container.update({k: v for k, v in node_patch.items() if k not in ("name", "env")})
-        pod_spec = {**(patch.get("spec") or {}), "containers": [container]}
-        template = {"metadata": patch.get("metadata") or {}, "spec": pod_spec}
-        if "port" not in job.data:
-            job.data["port"] = self.s.free_port()
-        env = {**self._policy_env(job, index, nodes), "JOB_COMPLETION_INDEX": str(index)}
-        labels = {"jobset.sigs.k8s.io/jobset-name": job.name, "jobset.sigs.k8s.io/replicatedjob-name": "node",
-                  "jobset.sigs.k8s.io/job-index": "0", "batch.kubernetes.io/job-completion-index": str(index),
-                  "batch.kubernetes.io/job-name": f"{job.name}-node-0",
-                  "trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}
-        owner = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": job.name,
-                 "uid": jobset["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}
-        self.s.create_pod(job, "node", index, template, env, "OnFailure",
-                          f"{job.name}-node-0-{index}-{self.s.suffix()}", labels, owner)
-
-    def _policy_env(self, job: "Tracked", index: int, nodes: int) -> dict[str, str]:
-        """What the runtime's ML policy plugin gives node ``index`` (rank 0's address: the one node here)."""
-        trainer = (job.obj.get("spec") or {}).get("trainer") or {}
-        resources = trainer.get("resourcesPerNode") or {}
-        port, policy = str(job.data["port"]), self.runtimes.get(self._runtime(job), "torch")
-        if policy == "jax":  # jax.go: the coordinator is node 0's pod
-            return {"JAX_NUM_PROCESSES": str(nodes), "JAX_PROCESS_ID": str(index),
-                    "JAX_COORDINATOR_ADDRESS": f"{self.s.host}:{port}"}
-        if policy == "xgboost":  # xgboost.go: a worker per GPU (one per CPU node); the tracker on node 0
-            gpus = _gpus(resources.get("requests") or {}) or _gpus(resources.get("limits") or {})
-            return {"DMLC_TRACKER_URI": self.s.host, "DMLC_TRACKER_PORT": port, "DMLC_TASK_ID": str(index),
-                    "DMLC_NUM_WORKER": str(nodes * max(1, gpus))}
-        limits = resources.get("limits") or {}
-        nproc = trainer.get("numProcPerNode") or ("auto" if limits.get("nvidia.com/gpu") else
-                                                   max(1, int(float(str(limits.get("cpu", 1)).rstrip("m")) or 1)))
-        return {"PET_NNODES": str(nodes), "PET_NPROC_PER_NODE": str(nproc), "PET_NODE_RANK": str(index),
-                "PET_MASTER_ADDR": self.s.host, "PET_MASTER_PORT": port}
-
-    def _runtime(self, job: "Tracked") -> str:
-        return str(((job.obj.get("spec") or {}).get("runtimeRef") or {}).get("name", ""))
-
-    def _patched_pod(self, spec: dict) -> dict[str, Any]:
-        """The node pod template the runtime patches give (Trainer ≥ 2.2: ``runtimePatches``)."""
-        pod: dict[str, Any] = {}
-        for patch in spec.get("runtimePatches") or []:
-            for replicated in ((patch.get("trainingRuntimeSpec") or {}).get("template") or {}).get("spec", {}).get("replicatedJobs") or []:
-                if replicated.get("name") == "node":
-                    template = ((replicated.get("template") or {}).get("spec") or {}).get("template") or {}
-                    pod = _merge(pod, template)
-        return pod
-
-
-def _gpus(amounts: dict) -> int:
-    """``GetNumGPUPerNode``: the first resource whose name holds "gpu"."""
-    return next((int(float(str(v))) for k, v in amounts.items() if "gpu" in k.lower()), 0)
-
-
-def _merge(base: Any, patch: Any) -> Any:
-    """A strategic-merge-like patch: maps merge, lists of named items merge by name, others replace."""
-    if isinstance(base, dict) and isinstance(patch, dict):
-        return {**base, **{k: _merge(base.get(k), v) for k, v in patch.items()}}
-    if isinstance(base, list) and isinstance(patch, list) and all(isinstance(x, dict) and "name" in x for x in base + patch):
-        merged = {x["name"]: x for x in base}
-        for item in patch:
-            merged[item["name"]] = _merge(merged.get(item["name"]), item)
-        return list(merged.values())
-    return patch

@@ -2,7 +2,7 @@
 controllers, Kueue, the scheduler and the kubelet, on one node.
 
 It subscribes to the emulator's store as a controller's informer would and follows the operators,
-not kubebench: each kind's controller (:mod:`.operators`) creates the pods its operator would
+not kubebench: each kind's controller (:mod:`.operators`, :mod:`.trainer`) creates the pods its operator would
 (names, labels, owner references, the environment that operator injects and nothing more), reacts
 to failures, deadlines and suspension as that operator does at the version chosen
 (``training_operator`` 1.9.3 / 1.9.4, ``trainer`` 2.1 … 2.3), and writes the job's status with its
@@ -34,7 +34,8 @@ from .emulator import KINDS, PODS, ApiError, ContainerLog, Emulator
 from .kubelet import SSHD, Box, Kubelet, PodSim, local_argv, path_of
 from .kueue import Kueue
 from .network import Network
-from .operators import JobController, MpiOperator, TrainerController, TrainingOperator
+from .operators import JobController, MpiOperator, TrainingOperator
+from .trainer import TrainerController
 
 JOB_KINDS = ("PyTorchJob", "TFJob", "JAXJob", "XGBoostJob", "MPIJob", "TrainJob", "Job")
 #: The Kubeflow v1 kinds: their suspend and status live under runPolicy and replicaStatuses.
