@@ -105,14 +105,16 @@ def test_an_xgboost_trainjob_that_sets_the_runtimes_variables_is_refused_by_trai
     assert "spec.trainer.env[1]: Forbidden: DMLC_NUM_WORKER is reserved for the XGBoost runtime" in info.value.message
 
 
-FAIL_RANK_1 = ("import os, sys; rank = os.environ.get('PROCESS_ID') or os.environ['RANK']; print('rank', rank, flush=True);"
-               " sys.exit(3 if rank == '1' else 0)")
+# Rank 1 fails; rank 0 waits on it, as a coordinator or tracker does (an XGBoostJob whose master ends
+# first has succeeded, whatever its workers do after).
+FAIL_RANK_1 = ("import os, sys, time; rank = os.environ.get('PROCESS_ID') or os.environ['RANK']; print('rank', rank, flush=True);"
+               " sys.exit(3) if rank == '1' else time.sleep(60)")
 
 
 @pytest.mark.parametrize(("kind", "failed"), [("JAXJob", "worker-1"), ("XGBoostJob", "worker-0")])
 def test_a_failed_worker_fails_the_job_as_its_operator_says(cluster: Cluster, run_spec, kind: str, failed: str) -> None:
     (run,) = run_spec(spec(kind, "", json.dumps(["python", "-c", FAIL_RANK_1]))).runs
-    assert run.status == "failed" and run.exit_code == 3
+    assert run.status == "failed" and run.exit_code == 3, run.reason
     assert run.reason.startswith(f"{failed} exited with code 3")
     assert f"{kind}Failed: {kind} kb-{run.run_id} is failed because 1 Worker replica(s) failed." in run.reason
 
