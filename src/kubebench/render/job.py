@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import SpecError
 from ..plan.plan import Run, digest
-from ..spec.model import JOB_KINDS, JobSpec, LoadedSpec, env_name
+from ..spec.model import JOB_KINDS, OBJECT_NAME, JobSpec, LoadedSpec, env_name
 from . import kinds
 from .templating import render_string, render_template_file
 
@@ -33,7 +33,6 @@ class RenderedJob:
         return str(self.manifest["kind"])
 
 
-_OBJECT_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 #: Job fields added after the first release: they count in the fingerprint only when set, so that
 #: experiments planned before they existed keep their ids and still resume.
 _LATER_FIELDS = ("node_selector", "tolerations", "mpi_api_version", "server", "runtime")
@@ -136,7 +135,7 @@ def resolve_shorthand(job: JobSpec, context: dict[str, Any], run: Run) -> kinds.
 
 def _runtime(name: str, trial: str) -> str:
     """``job.runtime`` as rendered for a trial: a Kubernetes object name."""
-    if not _OBJECT_NAME.fullmatch(name) or len(name) > 253:
+    if not re.fullmatch(OBJECT_NAME, name) or len(name) > 253:
         raise SpecError(f"job.runtime (trial {trial}): {name!r} is not the name of a (Cluster)TrainingRuntime "
                         "(lower-case letters, digits, '-' and '.')")
     return name

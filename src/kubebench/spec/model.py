@@ -19,8 +19,9 @@ from .efficiency import Prices, Reference
 from .telemetry import TelemetryConfig
 
 JOB_KINDS = ("Process", "PyTorchJob", "TFJob", "MPIJob", "JAXJob", "XGBoostJob", "TrainJob", "Job", "Serving")
-# A Kubernetes object name (DNS-1123 subdomain), or a template of one.
-_RUNTIME_NAME = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*|.*\{\{.*\}\}.*)$"
+#: A Kubernetes object's name (a DNS-1123 subdomain).
+OBJECT_NAME = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+_NAME_OR_TEMPLATE = rf"^({OBJECT_NAME}|.*\{{\{{.*\}}\}}.*)$"
 
 Scalar = Union[bool, int, float, str, None]
 ParamValue = Union[Scalar, list[Scalar]]
@@ -95,7 +96,7 @@ class JobSpec(Model):
     #: ``kind: TrainJob``: the (Cluster)TrainingRuntime it runs on (``torch-distributed``,
     #: ``jax-distributed``, ``xgboost-distributed``, or a cluster's own); with ``template:``, the one
     #: the template's TrainJob names.
-    runtime: str = Field(DEFAULT_RUNTIME, max_length=253, pattern=_RUNTIME_NAME)
+    runtime: str = Field(DEFAULT_RUNTIME, max_length=253, pattern=_NAME_OR_TEMPLATE)
 
     @field_validator("command", mode="before")
     @classmethod
