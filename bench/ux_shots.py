@@ -1,6 +1,6 @@
 """Screenshots of what the 2026-12-02 UX review saw (not a benchmark): the serving part of an
 experiment page (desktop and phone), a series' history page, and ``kubebench results`` at 80 columns,
-from the experiments of ``tests/web/ux_home.py``, written as small PNGs under ``docs/shots/``.
+from the experiments of ``tests/support/ux_home.py``, written as small PNGs under ``docs/shots/``.
 
     .venv/bin/python bench/ux_shots.py --tag after     # docs/shots/after-*.png
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "tests" / "web"), str(ROOT / "tests")]
 
-import ux_home  # noqa: E402
+from support import ux_home  # noqa: E402
 from web_support import WEB_TOKEN, serving  # noqa: E402
 
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]

@@ -43,7 +43,7 @@ def test_a_steady_candidate_passes_with_a_summary_and_junit(url: str, tmp_path: 
     summary = tmp_path / "summary.md"
     summary.write_text("earlier step\n")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
-    result = runner.invoke(app, ["check", "bench", "--junit", str(tmp_path / "junit.xml")])
+    result = runner.invoke(app, ["check", "bench", "--junit", str(tmp_path / "junit.xml"), "-f", "markdown"])
     assert result.exit_code == 0, result.output
     assert "**PASS: no regression beyond threshold" in result.stdout and "Holm (family-wise error rate)" in result.stdout
     assert "6 earlier experiments of series `bench`" in result.stdout
@@ -56,7 +56,8 @@ def test_a_steady_candidate_passes_with_a_summary_and_junit(url: str, tmp_path: 
 
 def test_a_regression_fails_with_exit_1_and_a_junit_failure(url: str, tmp_path: Path) -> None:
     add(url, "slow", 0.95, 2000.0, seed=98)
-    result = runner.invoke(app, ["check", "bench", "--junit", str(tmp_path / "junit.xml"), "--correction", "bh"])
+    result = runner.invoke(app, ["check", "bench", "--junit", str(tmp_path / "junit.xml"), "--correction", "bh",
+                                 "-f", "markdown"])
     assert result.exit_code == 1, result.output
     assert "**FAIL: 1 regression beyond threshold" in result.stdout and "Benjamini–Hochberg" in result.stdout
     assert "| ❌ | `ips` | bs=8 |" in result.stdout
@@ -77,6 +78,35 @@ def test_an_accepted_change_becomes_the_new_baseline(url: str) -> None:
     assert runner.invoke(app, ["history", "accept", "bench", "--at", "s1", "--note", "slower, safer"]).exit_code == 0
     result = runner.invoke(app, ["check", "bench"])
     assert result.exit_code == 0 and "2 earlier experiments" in result.stdout
+
+
+@pytest.mark.parametrize("columns", [80, 200])
+def test_a_terminal_gets_a_table_and_markdown_only_when_asked(url: str, tmp_path: Path, monkeypatch, columns: int) -> None:
+    """Review 2026-12-02 #19 and #5: no Markdown (`###`, `**`, `<details>`, pipes) or e-notation on a
+    terminal; the trial named by what varies only (not the candidate's fixed parameters); SI numbers."""
+    store = open_store(url)
+    store_experiment(store, "slower", "bench", {"ips": [[950.0, 951, 949, 950, 952, 948, 950, 951], [2000.0] * 8],
+                                                "latency_ms": [[10.0] * 8, [20.0] * 8]},
+                     params=[{"bs": 8, "slow": 1.1}, {"bs": 16, "slow": 1.1}], created_at=3000.0,
+                     goals={"latency_ms": "minimize"})
+    store.engine.dispose()
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    result = CliRunner(env={"COLUMNS": str(columns)}).invoke(app, ["check", "e5", "slower"])
+    assert result.exit_code == 1, result.output
+    out = result.stdout
+    assert not any(mark in out for mark in ("###", "**", "<details>", "|", "e+0", "🔴", "`")), out
+    assert out.startswith("FAIL: 1 regression beyond threshold")
+    rows = {line.split()[0] + " " + line.split()[2]: line for line in out.splitlines()
+            if line.split()[:1] in (["FAIL"], ["unchanged"], ["inconclusive"], ["regressed"], ["improved"])
+            and len(line.split()) > 3}
+    assert "bs=8" in rows["FAIL bs=8"] and "slow" not in out.partition("kubebench check:")[2]
+    assert "1.00 k" in rows["FAIL bs=8"] and "950" in rows["FAIL bs=8"] and "−5.0%" in rows["FAIL bs=8"]
+    assert max(len(line) for line in out.splitlines()) <= columns
+    # the Markdown went where CI reads it
+    assert summary.read_text().startswith("### kubebench check: slower vs e5") and "| ❌ | `ips` | bs=8 |" in summary.read_text()
+    markdown = CliRunner(env={"COLUMNS": str(columns)}).invoke(app, ["check", "e5", "slower", "-f", "markdown"])
+    assert markdown.stdout.startswith("### kubebench check:") and "| 1.00 k | 950 |" in markdown.stdout
 
 
 @pytest.mark.parametrize("args, message", [

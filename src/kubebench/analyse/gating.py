@@ -30,6 +30,28 @@ def _thresholds(db, series: str, given: Optional[float]) -> tuple[dict, float]:
     return {key: f.spread for key, f in noise_floors(db, series).items()}, DEFAULT_THRESHOLD
 
 
+def candidate_of(db, targets: list[str]) -> str:
+    """The experiment ``check`` tests: CANDIDATE of ``[BASE, CANDIDATE]``; of ``[NAME]``, the experiment
+    NAME names, else the newest of the series NAME."""
+    from ..errors import NotFoundError
+    from ..store.series import recent_experiments, resolve_series
+
+    if len(targets) == 2:
+        return targets[1]
+    name = targets[0]
+    series = resolve_series(db, name)
+    try:
+        if (db.experiment(name).series or "") == series:
+            return name
+    except NotFoundError:
+        pass
+    return recent_experiments(db, series, float("inf"), 1)[-1]
+
+
+def _candidate(name: str, data) -> str:
+    return name if name in {e.id for e in data.experiments} else data.experiments[-1].id
+
+
 def series_check(db, targets: list[str], metric: Optional[list[str]] = None, threshold: Optional[float] = None,
                  window: int = WINDOW) -> tuple[str, str, list[Check]]:
     """(title, what the candidate is checked against, the tests) for ``[NAME]``: a series or an experiment."""
@@ -39,7 +61,7 @@ def series_check(db, targets: list[str], metric: Optional[list[str]] = None, thr
     name = targets[0]
     series = resolve_series(db, name)
     data = read_series(db, series)
-    candidate = name if name in {e.id for e in data.experiments} else data.experiments[-1].id
+    candidate = _candidate(name, data)
     record = db.experiment(candidate)
     thresholds, default = _thresholds(db, series, threshold)
     baselines, tests = series_tests(data, candidate, _metrics(record, metric), thresholds, default,

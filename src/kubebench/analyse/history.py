@@ -62,6 +62,8 @@ class TrialHistory:
     threshold: float
     points: tuple[Point, ...]
     changes: tuple[Change, ...] = field(default=())
+    #: the unit the spec declares for the metric ("" when it declares none)
+    unit: str = ""
 
 
 def trial_matches(params: dict[str, object], wanted: dict[str, str]) -> bool:
@@ -153,4 +155,6 @@ def load_history(source, name: str, metric: str | None, trials: dict[str, str], 
     if not found:
         raise NotFoundError(f"series {series!r} has no values of {metric_name!r}"
                             + (" for trials " + ", ".join(f"{k}={v}" for k, v in trials.items()) if trials else ""))
+    unit = next((str(m.get("unit") or "") for m in newest.declared_metrics() if m["name"] == metric_name), "")
+    found = [replace(h, unit=unit) for h in found] if unit else found
     return series, metric_name, attach_environments(found, source.environments(change_experiments(found)))

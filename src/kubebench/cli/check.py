@@ -17,6 +17,11 @@ class CorrectionChoice(str, Enum):
     bh = "bh"
 
 
+class CheckFormat(str, Enum):
+    table = "table"
+    markdown = "markdown"
+
+
 @app.command()
 @expected_errors
 def check(
@@ -30,13 +35,18 @@ def check(
     window: Annotated[int, typer.Option("--window", min=1, help="Experiments of the series before the candidate to compare with.")] = 10,
     junit: Annotated[Optional[Path], typer.Option("--junit", help="Write JUnit XML: one test case per trial × metric.")] = None,
     summary: Annotated[Optional[Path], typer.Option("--summary", envvar="GITHUB_STEP_SUMMARY", help="Append the Markdown summary to this file (GitHub's $GITHUB_STEP_SUMMARY by default).")] = None,
+    format: Annotated[CheckFormat, typer.Option("--format", "-f", help="What stdout gets: a table, or the Markdown summary.")] = CheckFormat.table,
     store: StoreOpt = None,
 ) -> None:
-    """Compare the newest experiment with its series (or CANDIDATE with BASE) on every trial × metric; exit 1 on a regression."""
+    """Compare the newest experiment with its series (or CANDIDATE with BASE) on every trial × metric; exit 1 on a regression.
+
+    Prints a table; the Markdown summary goes to --summary (or $GITHUB_STEP_SUMMARY), or to stdout with -f markdown.
+    """
     from ..analyse.family import run_family
-    from ..analyse.gating import pair_check, series_check
+    from ..analyse.gating import candidate_of, pair_check, series_check
     from ..errors import SpecError
-    from ..present.check import headline, junit as junit_xml, markdown
+    from ..present.check import check_table, headline, junit as junit_xml, markdown
+    from . import make_console
 
     if len(targets) not in (1, 2):
         raise SpecError(f"check takes NAME or BASE CANDIDATE, got {len(targets)} arguments")
@@ -45,8 +55,12 @@ def check(
     if not tests:
         raise SpecError(f"nothing to check: no trial of {title} has values of the metrics asked")
     outcomes = run_family(tests, correction.value, alpha)
-    text = markdown(outcomes, title, base_text, correction.value, alpha)
-    sys.stdout.write(text)
+    units = _units(db.experiment(candidate_of(db, targets)), tests)
+    text = markdown(outcomes, title, base_text, correction.value, alpha, units)
+    if format is CheckFormat.markdown:
+        sys.stdout.write(text)
+    else:  # a terminal gets a table: Markdown's `###`, `**` and pipes are for CI's summary page
+        make_console().print(check_table(outcomes, title, base_text.replace("`", ""), correction.value, alpha, units))
     if summary is not None and str(summary) not in ("", "."):  # an empty $GITHUB_STEP_SUMMARY is none
         with open(summary, "a", encoding="utf-8") as out:
             out.write(text + "\n")
@@ -54,3 +68,11 @@ def check(
         junit.write_bytes(junit_xml(outcomes, title))
     print(headline(outcomes), file=sys.stderr)
     raise typer.Exit(1 if any(o.fails for o in outcomes) else 0)
+
+
+def _units(record, tests) -> dict[str, str]:
+    """Each tested metric's unit: declared by the candidate's spec, else read from its name."""
+    from ..present.numbers import metric_unit
+
+    declared = {str(m["name"]): str(m.get("unit") or "") for m in record.declared_metrics()}
+    return {t.metric: metric_unit(t.metric, declared.get(t.metric, "")) for t in tests}

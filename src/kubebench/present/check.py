@@ -1,13 +1,21 @@
-"""``kubebench check``'s outcome as a Markdown summary (CI job summaries) and as JUnit XML."""
+"""``kubebench check``'s outcome as a terminal table, as a Markdown summary (CI job summaries) and as
+JUnit XML. Each names a trial by the parameters that vary between the trials only, and writes
+numbers with SI prefixes and the metric's unit (``3.40 M ops/s``)."""
 
 from __future__ import annotations
 
 import math
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from ..analyse.family import CORRECTIONS, Outcome
 from .history import params_text, percent
+from .numbers import si
+from .tables import label, params_split
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
 
 _ICON = {"regressed": "🔴", "improved": "🟢", "unchanged": "⚪", "inconclusive": "🟡"}
 
@@ -31,26 +39,76 @@ def headline(outcomes: Sequence[Outcome]) -> str:
     return f"PASS: no regression beyond threshold ({told}; {len(outcomes)} tests)"
 
 
-def markdown(outcomes: Sequence[Outcome], title: str, base: str, correction: str, alpha: float) -> str:
+def method(outcomes: Sequence[Outcome], base: str, correction: str, alpha: float) -> str:
+    """What the candidate was tested against, and how significance was judged."""
+    return (f"Candidate against {base}. Significance over the family of {len(outcomes)} trial × metric tests: "
+            f"{CORRECTIONS[correction]}, α = {alpha:g}; a test fails on a significant regression beyond its threshold.")
+
+
+def markdown(outcomes: Sequence[Outcome], title: str, base: str, correction: str, alpha: float,
+             units: Mapping[str, str] | None = None) -> str:
     """A Markdown summary: headline, method, the tests with a verdict, then every test folded."""
-    lines = [f"### kubebench check: {title}", "", f"**{headline(outcomes)}**", "",
-             f"Candidate against {base}. Significance over the family of {len(outcomes)} trial × metric tests: "
-             f"{CORRECTIONS[correction]}, α = {alpha:g}; a test fails on a significant regression beyond its threshold.", ""]
+    lines = [f"### kubebench check: {title}", "", f"**{headline(outcomes)}**", "", method(outcomes, base, correction, alpha), ""]
     notable = [o for o in outcomes if o.verdict in ("regressed", "improved")]
     header = ["| | metric | trial | base median | candidate median | change | 95% CI | adj. p | threshold |",
               "|---|---|---|---:|---:|---:|---|---:|---:|"]
+    swept = _swept(outcomes)
     if notable:
-        lines += header + [_row(o) for o in notable] + [""]
-    lines += ["<details><summary>All tests</summary>", ""] + header + [_row(o) for o in outcomes] + ["", "</details>", ""]
-    return "\n".join(lines)
+        lines += header + [_row(o, swept, units or {}) for o in notable] + [""]
+    lines += ["<details><summary>All tests</summary>", ""] + header + [_row(o, swept, units or {}) for o in outcomes]
+    return "\n".join(lines + ["", "</details>", ""])
 
 
-def _row(o: Outcome) -> str:
-    c = o.comparison
-    icon = "❌" if o.fails else _ICON[o.verdict]
-    cells = [icon, f"`{o.test.metric}`", params_text(o.test.params).replace("|", "\\|"), f"{c.base.median:.4g}",
-             f"{c.candidate.median:.4g}", percent(c.ratio - 1), _interval(o), _p(o.adjusted_p), f"±{o.test.threshold:.1%}"]
+def _swept(outcomes: Sequence[Outcome]) -> list[str]:
+    """The parameters that tell the tested trials apart (the others are the same in every test)."""
+    return params_split([o.test.params for o in outcomes])[1]
+
+
+def _cells(o: Outcome, swept: Sequence[str], units: Mapping[str, str]) -> list[str]:
+    c, unit = o.comparison, units.get(o.test.metric, "")
+    return [o.test.metric, label(o.test.params, swept), si(c.base.median, unit), si(c.candidate.median, unit),
+            percent(c.ratio - 1), _interval(o), _p(o.adjusted_p), f"±{o.test.threshold:.1%}"]
+
+
+def _row(o: Outcome, swept: Sequence[str], units: Mapping[str, str]) -> str:
+    metric, trial, *rest = _cells(o, swept, units)
+    cells = ["❌" if o.fails else _ICON[o.verdict], f"`{metric}`", trial.replace("|", "\\|"), *rest]
     return "| " + " | ".join(cells) + " |"
+
+
+#: Tests a terminal table lists, the failing and changed ones first; the Markdown and JUnit have all.
+SHOWN_TESTS = 40
+_ORDER = {"regressed": 0, "improved": 1, "inconclusive": 2, "unchanged": 3}
+_STYLE = {"regressed": "bold red", "improved": "green", "inconclusive": "yellow", "unchanged": ""}
+
+
+def check_table(outcomes: Sequence[Outcome], title: str, base: str, correction: str, alpha: float,
+                units: Mapping[str, str] | None = None) -> RenderableType:
+    """The outcome for a terminal: the headline, the method, and a table of the tests (failing first)."""
+    from rich.console import Group
+    from rich.text import Text
+
+    from .tables import new_table
+    from .text import cell
+
+    failing = any(o.fails for o in outcomes)
+    table = new_table(f"kubebench check: {title}")
+    table.add_column("verdict", no_wrap=True)
+    table.add_column("metric", no_wrap=True)
+    table.add_column("trial", no_wrap=True)
+    for name in ("base", "candidate", "change", "95% CI", "adj. p", "threshold"):
+        table.add_column(name, justify="right", no_wrap=True)
+    swept = _swept(outcomes)
+    ordered = sorted(outcomes, key=lambda o: (not o.fails, _ORDER.get(o.verdict, 4)))
+    for o in ordered[:SHOWN_TESTS]:
+        verdict = "FAIL" if o.fails else o.verdict
+        metric, trial, *rest = _cells(o, swept, units or {})
+        table.add_row(Text(verdict, style="bold red" if o.fails else _STYLE.get(o.verdict, "")), cell(metric),
+                      cell(trial), *rest)
+    more = [Text(f"… and {len(ordered) - SHOWN_TESTS} more tests (-f markdown or --junit lists every one)",
+                 style="dim")] if len(ordered) > SHOWN_TESTS else []
+    return Group(Text(headline(outcomes), style="bold red" if failing else "bold green"),
+                 Text(method(outcomes, base, correction, alpha), style="dim"), table, *more)
 
 
 def junit(outcomes: Sequence[Outcome], suite: str) -> bytes:

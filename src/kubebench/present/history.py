@@ -10,6 +10,9 @@ from collections.abc import Sequence
 
 from ..analyse.history import Change, TrialHistory
 from ..numerics.stats import _json_number
+from ..store.series_records import SeriesExperiment
+from .numbers import axis_scale, axis_title, metric_unit, si, si_range
+from .text import cell
 
 
 def params_text(params: dict[str, object]) -> str:
@@ -42,7 +45,7 @@ def describe(change: Change) -> str:
 
 def history_dict(h: TrialHistory, points: bool = True) -> dict:
     """The JSON form of one trial's history: points (unless ``points=False``) and changes."""
-    found: dict = {"params": h.params, "metric": h.metric, "goal": h.goal, "threshold": h.threshold}
+    found: dict = {"params": h.params, "metric": h.metric, "unit": unit_of(h), "goal": h.goal, "threshold": h.threshold}
     if points:
         found["points"] = [{"experiment": p.experiment.id, "created_at": p.experiment.created_at,
                             "labels": p.experiment.labels, **{k: _json_number(v) for k, v in vars(p.summary).items()}}
@@ -100,28 +103,41 @@ def sparkline(values: Sequence[float]) -> str:
     return "".join(_BARS[min(7, int((v - low) / span * 8))] if math.isfinite(v) else " " for v in values)
 
 
+def unit_of(h: TrialHistory) -> str:
+    """The unit a trial's values are shown in: the declared one, else one read from the metric's name."""
+    return metric_unit(h.metric, h.unit)
+
+
 def history_tables(histories: Sequence[TrialHistory], series: str, last: int = 0, trend: int = 40) -> list:
     """Rich renderables: one row per trial (its latest median, a sparkline of its last ``trend`` medians,
-    its changes), every change with what surrounds it, and with ``last`` the last points of each trial."""
-    from rich.table import Table
-    from rich.text import Text
+    its changes), every change with what surrounds it, and with ``last`` the last points of each trial.
+
+    Laid out as the results table is: the trial's parameters are never folded or dropped, numbers
+    carry SI prefixes and the metric's unit (``3.40 M ops/s``)."""
+
+    from .tables import new_table
 
     metric = histories[0].metric if histories else ""
-    summary = Table(title=f"{series} · {metric} ({histories[0].goal if histories else ''})", title_justify="left")
-    for name in ("trial", "points", "latest", "median", "95% CI", f"last {trend} medians", "changes"):
-        summary.add_column(name, justify="right" if name in ("points", "median", "95% CI") else "left")
+    summary = new_table(f"{series} · {metric} ({histories[0].goal if histories else ''})")
+    summary.add_column("trial", no_wrap=True)
+    summary.add_column("points", justify="right", no_wrap=True)
+    summary.add_column("latest", no_wrap=True)
+    summary.add_column("median", justify="right", no_wrap=True)
+    summary.add_column("95% CI", justify="right", no_wrap=True)
+    summary.add_column(f"last {trend} medians", overflow="crop", no_wrap=True, max_width=trend)
+    summary.add_column("changes", overflow="fold")
     for h in histories:
-        p = h.points[-1]
+        p, unit = h.points[-1], unit_of(h)
         marks = " ".join(_mark(c) for c in h.changes[-3:]) + (" …" if len(h.changes) > 3 else "")
-        summary.add_row(params_text(h.params), str(len(h.points)), p.experiment.id, _num(p.summary.median),
-                        _ci(p.summary.ci_low, p.summary.ci_high),
+        summary.add_row(cell(params_text(h.params)), str(len(h.points)), p.experiment.id, si(p.summary.median, unit),
+                        si_range(p.summary.ci_low, p.summary.ci_high, unit),
                         sparkline([q.summary.median for q in h.points[-trend:]]), marks or "none")
     out: list = [summary]
     for h in histories:
         for change in h.changes:
             style = "green" if change.point.comparison.verdict == "improved" or change.point.accepted else "bold red"
-            out.append(Text(f"  {params_text(h.params)} · {change.after.id}: {describe(change)}", style=style))
-            out.extend(Text(f"    environment: {line}", style="yellow") for line in change.environment)
+            out.append(cell(f"  {params_text(h.params)} · {change.after.id}: {describe(change)}", style=style))
+            out.extend(cell(f"    environment: {line}", style="yellow") for line in change.environment)
     if last:
         out.extend(_points_table(h, series, last) for h in histories)
     return out
@@ -135,29 +151,27 @@ def _mark(change: Change) -> str:
 
 
 def _points_table(h: TrialHistory, series: str, last: int):
-    from rich.table import Table
+    from .tables import new_table
 
     at = {c.point.index: c for c in h.changes}
-    table = Table(title=f"{series} · {h.metric} · {params_text(h.params)}", title_justify="left")
-    for name in ("experiment", "created", "labels", "n", "median", "95% CI", "change"):
-        table.add_column(name, justify="right" if name in ("n", "median", "95% CI") else "left")
+    unit = unit_of(h)
+    table = new_table(f"{series} · {h.metric} · {params_text(h.params)}")
+    table.add_column("experiment", no_wrap=True)
+    table.add_column("created", no_wrap=True)
+    table.add_column("labels", overflow="fold")
+    for name in ("n", "median", "95% CI"):
+        table.add_column(name, justify="right", no_wrap=True)
+    table.add_column("change", no_wrap=True)
     start = max(0, len(h.points) - last)
     if start:
         table.add_row(f"… {start} earlier", "", "", "", "", "", "")
     for i in range(start, len(h.points)):
         p, change = h.points[i], at.get(i)
         table.add_row(p.experiment.id, time.strftime("%Y-%m-%d %H:%M", time.localtime(p.experiment.created_at)),
-                      " ".join(f"{k}={v}" for k, v in p.experiment.labels.items()), str(p.summary.n),
-                      _num(p.summary.median), _ci(p.summary.ci_low, p.summary.ci_high), _mark(change) if change else "")
+                      cell(" ".join(f"{k}={v}" for k, v in p.experiment.labels.items())), str(p.summary.n),
+                      si(p.summary.median, unit), si_range(p.summary.ci_low, p.summary.ci_high, unit),
+                      _mark(change) if change else "")
     return table
-
-
-def _num(value: float) -> str:
-    return "–" if value is None or math.isnan(value) else f"{value:.4g}"
-
-
-def _ci(low: float, high: float) -> str:
-    return "–" if math.isnan(low) else f"{low:.4g} … {high:.4g}"
 
 
 #: Trials drawn at first in a history plot (those with a change first); the others are a click on their
@@ -170,16 +184,47 @@ SHOWN_TRIALS = 6
 MARKED_POINTS = 100
 
 
+#: Label keys that name an experiment on a history axis, before any other label that differs.
+AXIS_LABELS = ("version", "commit", "tag", "image")
+#: Experiments named on a history axis at most (evenly spread); hover and the table name every one.
+AXIS_TICKS = 12
+
+
+def experiment_names(experiments: Sequence[SeriesExperiment]) -> list[str]:
+    """What tells the experiments of a series apart on an axis, as asv names commits: the value of
+    the first label that differs between them (``version`` and ``commit`` first), else their creation
+    times as precisely as needed to differ (days, then minutes, then seconds), else their ids."""
+    keys = list(dict.fromkeys(k for e in experiments for k in e.labels))
+    differing = [k for k in keys if len({e.labels.get(k) for e in experiments}) > 1]
+    if differing:
+        key = next((k for k in AXIS_LABELS if k in differing), differing[0])
+        return [e.labels.get(key, "–") for e in experiments]
+    for pattern in ("%Y-%m-%d", "%m-%d %H:%M", "%H:%M:%S"):
+        names = [time.strftime(pattern, time.localtime(e.created_at)) for e in experiments]
+        if len(set(names)) == len(names):
+            return names
+    return [e.id for e in experiments]
+
+
 def history_figure(histories: Sequence[TrialHistory], title: str = "") -> dict:
-    """A Plotly figure (as a dict): per trial, medians with CI bands, change points marked and annotated."""
+    """A Plotly figure (as a dict): per trial, medians with CI bands, change points marked and annotated.
+
+    The x axis is the series' experiments, evenly spaced in time order and named by
+    :func:`experiment_names` (a dozen ticks at most); the y axis carries the metric's unit, in SI."""
     traces, shapes, annotations = [], [], []
     changed = [n for n, h in enumerate(histories) if h.changes]
     shown = set((changed + [n for n in range(len(histories)) if n not in changed])[:max(SHOWN_TRIALS, len(changed))])
+    experiments = sorted({p.experiment.id: p.experiment for h in histories for p in h.points}.values(),
+                         key=lambda e: (e.created_at, e.id))
+    position = {e.id: i for i, e in enumerate(experiments)}
+    names = experiment_names(experiments)
+    unit = unit_of(histories[0]) if histories else ""
+    scale = axis_scale([p.summary.median for h in histories for p in h.points], unit)
     for n, h in enumerate(histories):
-        x = [time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(p.experiment.created_at)) for p in h.points]
+        x = [position[p.experiment.id] for p in h.points]
         name = params_text(h.params)
-        lows = [_json_number(p.summary.ci_low) for p in h.points]
-        highs = [_json_number(p.summary.ci_high) for p in h.points]
+        lows = [_json_number(p.summary.ci_low * scale.factor) for p in h.points]
+        highs = [_json_number(p.summary.ci_high * scale.factor) for p in h.points]
         group, visible = f"t{n}", True if n in shown else "legendonly"
         traces.append({"type": "scatter", "x": x + x[::-1], "y": highs + lows[::-1], "fill": "toself",
                        "line": {"width": 0}, "opacity": 0.2, "hoverinfo": "skip", "showlegend": False,
@@ -187,10 +232,11 @@ def history_figure(histories: Sequence[TrialHistory], title: str = "") -> dict:
         mode = "lines+markers" if len(h.points) <= MARKED_POINTS else "lines"
         traces.append({"type": "scatter", "mode": mode, "x": x, "name": name, "legendgroup": group,
                        "visible": visible,
-                       "y": [_json_number(p.summary.median) for p in h.points],
+                       "y": [_json_number(p.summary.median * scale.factor) for p in h.points],
                        "customdata": [p.experiment.id for p in h.points],
                        "text": [" ".join(f"{k}={v}" for k, v in p.experiment.labels.items()) for p in h.points],
-                       "hovertemplate": "%{customdata}<br>%{y:.4g}<br>%{text}<extra>" + name + "</extra>"})
+                       "hovertext": [f"{names[position[p.experiment.id]]}: {si(p.summary.median, unit)}" for p in h.points],
+                       "hovertemplate": "%{customdata}<br>%{hovertext}<br>%{text}<extra>" + name + "</extra>"})
         for change in h.changes:
             at = x[change.point.index]
             color = "#2a9d8f" if change.point.accepted else (
@@ -200,11 +246,18 @@ def history_figure(histories: Sequence[TrialHistory], title: str = "") -> dict:
             annotations.append({"x": at, "yref": "paper", "y": 1, "yanchor": "bottom", "showarrow": False, "yshift": 13 * n,
                                 "font": {"color": color, "size": 11},
                                 "text": ("accepted " if change.point.accepted else "") + percent(change.point.comparison.ratio - 1),
-                                "hovertext": describe(change)})
+                                "hovertext": describe(change), "experiment": change.after.id,
+                                "before": change.before.id, "trial": name, "accepted": change.point.accepted})
     metric = histories[0].metric if histories else ""
-    layout = {"title": {"text": title}, "xaxis": {"title": {"text": "experiment (time)"}},
-              "yaxis": {"title": {"text": metric}}, "shapes": shapes, "annotations": annotations,
-              "hovermode": "closest", "margin": {"t": 60}}
+    step = max(1, -(-len(experiments) // AXIS_TICKS))
+    ticks = list(range(0, len(experiments), step))
+    if experiments and ticks[-1] != len(experiments) - 1:
+        ticks.append(len(experiments) - 1)
+    layout = {"title": {"text": title},
+              "xaxis": {"title": {"text": "experiment"}, "tickmode": "array", "tickvals": ticks,
+                        "ticktext": [names[i] for i in ticks], "names": names},
+              "yaxis": {"title": {"text": axis_title(metric, scale.unit)}, "tickformat": scale.tickformat},
+              "shapes": shapes, "annotations": annotations, "hovermode": "closest", "margin": {"t": 60}}
     return {"data": traces, "layout": layout}
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 
 _PREFIXES = {-12: "p", -9: "n", -6: "µ", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P"}
 _BINARY = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
@@ -82,3 +83,48 @@ def _plain(value: float, digits: int) -> str:
         return "0"
     decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
     return f"{value:.{decimals}f}"
+
+
+def si_range(low: float | None, high: float | None, unit: str = "") -> str:
+    """``3.39 … 3.41 M ops/s``: an interval with its prefix and unit written once when both ends share
+    them (``182 µs … 1.20 ms`` otherwise); "–" when either end is missing."""
+    if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
+        return "–"
+    a, b = si(low, unit), si(high, unit)
+    number_a, _, suffix_a = a.partition(" ")
+    number_b, _, suffix_b = b.partition(" ")
+    if suffix_a == suffix_b and suffix_a:
+        return f"{number_a} … {number_b} {suffix_a}"
+    return f"{a} … {b}"
+
+
+@dataclass(frozen=True)
+class AxisScale:
+    """How a chart axis shows values of one unit: multiplied by ``factor``, titled with ``unit``
+    (``ms`` for seconds below one, ``MiB`` for bytes), and with SI tick labels (``3.4M``) for counts."""
+
+    factor: float
+    unit: str
+    tickformat: str = ""
+
+
+def axis_scale(values, unit: str = "") -> AxisScale:
+    """The :class:`AxisScale` of an axis of ``values`` in ``unit`` (the largest finite value decides)."""
+    known = [abs(v) for v in values if v is not None and not isinstance(v, bool) and math.isfinite(v)]
+    top = max(known, default=0.0)
+    if unit in ("bytes", "B"):
+        index = 0
+        while top >= 1024 and index < len(_BINARY) - 1:
+            top, index = top / 1024, index + 1
+        return AxisScale(1024.0 ** -index, _BINARY[index])
+    if _PREFIXED.match(unit) or not top:
+        return AxisScale(1.0, unit)
+    if _ATTACHED.match(unit):
+        exponent = max(-12, min(0 if unit == "s" else 15, 3 * math.floor(math.log10(top) / 3)))
+        return AxisScale(10.0 ** -exponent, _PREFIXES[exponent] + unit)
+    return AxisScale(1.0, unit, "~s" if top >= 1000 else "")
+
+
+def axis_title(metric: str, unit: str) -> str:
+    """``ttft_p99 (ms)``: a short axis title, the unit in brackets."""
+    return f"{metric} ({unit})" if unit else metric

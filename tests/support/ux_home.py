@@ -3,7 +3,7 @@ a serving sweep with four fixed parameters and the post-processor's SLO, a label
 with a −9.4% step at 1.3 on one of two trials of very different levels, and an inference sweep with
 many fixed parameters and six declared metrics (the 80-column ``results`` of finding 4).
 
-The web tests, the CLI tests and ``bench/ux_shots.py`` (the before/after screenshots) share them.
+The web and CLI tests and ``bench/ux_shots.py`` (the before/after screenshots) share them.
 """
 
 from __future__ import annotations
