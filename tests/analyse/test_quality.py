@@ -15,7 +15,7 @@ def test_a_ci_reaching_below_zero_for_a_non_negative_metric_means_n_too_small() 
     assert not quality.ci_crosses_zero(summarize([-5.0, 3.0]))  # a metric that can be negative
     assert not quality.ci_crosses_zero(summarize([5.0]))  # no CI at all
     (warning,) = quality.zero_crossing_warning(["workers=1", "workers=2"])
-    assert warning.startswith("workers=1, workers=2: n too small: the 95% CI reaches below zero")
+    assert warning.startswith("workers=1; workers=2: n too small: the 95% CI reaches below zero")
 
 
 def test_a_trial_whose_runs_disagree_far_more_than_the_others_is_flagged() -> None:
@@ -71,3 +71,15 @@ def test_superlinear_points_are_flagged_even_without_their_baseline_point() -> N
     (warning,) = quality.scaling_warnings(points[1:])
     assert warning.startswith("efficiency 105% at 2 workers") and "erratic" not in warning
     assert quality.scaling_warnings([]) == []
+
+
+def test_any_trial_with_a_high_cv_is_unstable_not_only_one_far_above_the_others() -> None:
+    """Review 2026-12-02 #20: the README quickstart's CVs of 28% and 21% gave no warning, because
+    neither trial's CV is an outlier among the trials'."""
+    assert quality.cv_outliers({"n=1": 0.281, "n=2": 0.215}) == []
+    first, second = quality.noise_warnings({"n=1": 0.281, "n=2": 0.215, "n=3": 0.02})
+    assert first.startswith("n=1: unstable: CV 28% > 10%: its runs disagree")
+    assert second.startswith("n=2: unstable: CV 22% > 10%")
+    (outlier,) = quality.noise_warnings({"a": 0.5, "b": 0.01, "c": 0.012})
+    assert outlier.startswith("a: unstable: CV 50% > 10%, far above the other trials' 1%")
+    assert quality.noise_warnings({"a": 0.10, "b": float("nan"), "c": None}) == []  # at the limit: quiet enough

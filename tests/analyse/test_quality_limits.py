@@ -55,9 +55,9 @@ def test_the_zero_crossing_warning_text_in_full() -> None:
 
 
 def test_up_to_three_labels_are_all_named() -> None:
-    assert quality.zero_crossing_warning(["a", "b", "c"]) == [f"a, b, c: {ZERO_ADVICE}"]
+    assert quality.zero_crossing_warning(["a", "b", "c"]) == [f"a; b; c: {ZERO_ADVICE}"]
 
 
 def test_beyond_three_labels_the_rest_are_counted() -> None:
-    assert quality.zero_crossing_warning(["a", "b", "c", "d"]) == [f"a, b, c and 1 more: {ZERO_ADVICE}"]
-    assert quality.zero_crossing_warning(["a", "b", "c", "d", "e", "f"]) == [f"a, b, c and 3 more: {ZERO_ADVICE}"]
+    assert quality.zero_crossing_warning(["a", "b", "c", "d"]) == [f"a; b; c and 1 more: {ZERO_ADVICE}"]
+    assert quality.zero_crossing_warning(["a", "b", "c", "d", "e", "f"]) == [f"a; b; c and 3 more: {ZERO_ADVICE}"]

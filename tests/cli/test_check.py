@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -97,16 +98,16 @@ def test_a_terminal_gets_a_table_and_markdown_only_when_asked(url: str, tmp_path
     out = result.stdout
     assert not any(mark in out for mark in ("###", "**", "<details>", "|", "e+0", "🔴", "`")), out
     assert out.startswith("FAIL: 1 regression beyond threshold")
-    rows = {line.split()[0] + " " + line.split()[2]: line for line in out.splitlines()
-            if line.split()[:1] in (["FAIL"], ["unchanged"], ["inconclusive"], ["regressed"], ["improved"])
-            and len(line.split()) > 3}
-    assert "bs=8" in rows["FAIL bs=8"] and "slow" not in out.partition("kubebench check:")[2]
-    assert "1.00 k" in rows["FAIL bs=8"] and "950" in rows["FAIL bs=8"] and "−5.0%" in rows["FAIL bs=8"]
+    (failing,) = [line for line in out.splitlines() if line.startswith("FAIL ")]
+    assert "ips" in failing and re.search(r"\bbs=8\b", failing) and "slow=" not in out
+    assert "996" in failing and "950" in failing and "−4.6%" in failing and "[−5.3%, −4.1%]" in failing
+    assert len([line for line in out.splitlines() if line.startswith("unchanged ")]) == 3
     assert max(len(line) for line in out.splitlines()) <= columns
     # the Markdown went where CI reads it
     assert summary.read_text().startswith("### kubebench check: slower vs e5") and "| ❌ | `ips` | bs=8 |" in summary.read_text()
     markdown = CliRunner(env={"COLUMNS": str(columns)}).invoke(app, ["check", "e5", "slower", "-f", "markdown"])
-    assert markdown.stdout.startswith("### kubebench check:") and "| 1.00 k | 950 |" in markdown.stdout
+    assert markdown.stdout.startswith("### kubebench check:") and "| 996 | 950 |" in markdown.stdout
+    assert "| 9.95 ms | 10.0 ms |" in markdown.stdout  # the unit read from the metric's name (latency_ms)
 
 
 @pytest.mark.parametrize("args, message", [

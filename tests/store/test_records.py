@@ -55,6 +55,11 @@ def test_trial_results_count_runs_by_state_and_keep_succeeded_metrics_in_order()
         ("t2", {"n": 2}, {"succeeded": 1}, [{"v": 2}]),
         ("t3", {}, {"failed": 1}, []),  # a trial without parameters recorded
     ]
+    # runs whose step time drifted are counted (info as text from SQLite, parsed from psycopg)
+    drifted = trial_results([("t1", "succeeded", '{"v": 1}', '{"drifting": "yes: step time changed by -51.0%"}'),
+                             ("t1", "succeeded", '{"v": 2}', {"drifting": "yes"}), ("t1", "succeeded", "{}", "{}"),
+                             ("t1", "failed", None, '{"drifting": "yes"}')], {})
+    assert drifted[0].drifting == 2
     # psycopg hands JSON columns over parsed; SQLite as text; null is no metrics
     assert json_objects([{"a": 1}, '{"b": 2}', None]) == [{"a": 1}, {"b": 2}, {}]
     assert json_objects(['{"b": 2}', None]) == [{"b": 2}, {}]

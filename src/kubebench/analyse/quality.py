@@ -20,6 +20,8 @@ if TYPE_CHECKING:  # studies needs NumPy; `kubebench results` imports this modul
 CV_OUTLIER_FACTOR = 3.0
 #: … and above this CV in absolute terms (a 0.3% CV among 0.1% ones is still a quiet trial).
 CV_OUTLIER_MIN = 0.10
+#: A trial whose runs' CV is above this is unstable, whatever the other trials do (pyperf warns at 10%).
+UNSTABLE_CV = 0.10
 #: Scaling efficiency above 100% by more than this is flagged (below it, noise explains it).
 SUPERLINEAR_TOLERANCE = 0.02
 
@@ -46,11 +48,28 @@ def cv_outliers(cvs: Mapping[str, float]) -> list[str]:
     return warnings
 
 
+def noise_warnings(cvs: Mapping[str, float]) -> list[str]:
+    """A warning for every trial (label → CV of its runs) whose CV is above :data:`UNSTABLE_CV`, saying
+    too when it is far above the other trials' (:func:`cv_outliers`): one noisy trial or all of them."""
+    outliers = {w.partition(": ")[0] for w in cv_outliers(cvs)}
+    known = {label: cv for label, cv in cvs.items() if cv is not None and math.isfinite(cv)}
+    warnings = []
+    for label, cv in known.items():
+        if cv <= UNSTABLE_CV:
+            continue
+        others = [v for other, v in known.items() if other != label]
+        versus = f", far above the other trials' {statistics.median(others):.0%}" if label in outliers else ""
+        warnings.append(f"{label}: unstable: CV {cv:.0%} > {UNSTABLE_CV:.0%}{versus}: its runs disagree; likely a "
+                        "noisy neighbour, throttling or a run that hit a cold cache: check its runs and add repeats")
+    return warnings
+
+
 def zero_crossing_warning(labels: Sequence[str]) -> list[str]:
-    """One warning for the trials whose CI reaches below zero (see :func:`ci_crosses_zero`)."""
+    """One warning for the trials whose CI reaches below zero (see :func:`ci_crosses_zero`); the trials
+    are separated by ``;`` (each label has commas of its own: ``batch_size=16, workers=2``)."""
     if not labels:
         return []
-    shown = ", ".join(labels[:3]) + (f" and {len(labels) - 3} more" if len(labels) > 3 else "")
+    shown = "; ".join(labels[:3]) + (f" and {len(labels) - 3} more" if len(labels) > 3 else "")
     return [f"{shown}: n too small: the 95% CI reaches below zero for a metric that cannot be negative; "
             "add repeats for a usable interval"]
 

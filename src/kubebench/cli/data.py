@@ -52,6 +52,7 @@ def delete(
     are left in place (and named).
     """
     from ..deletion import delete as delete_experiment, plan_deletion
+    from ..present.numbers import plural
     from ..settings import settings
     from ..store.store import open_store
 
@@ -60,10 +61,10 @@ def delete(
     deletion = plan_deletion(db, config, experiment_id)
     where = ", ".join(deletion.folders) or "no folders"
     if not yes:
-        typer.confirm(f"Delete experiment {experiment_id} ({deletion.runs} runs) from the store, and {where}?",
+        typer.confirm(f"Delete experiment {experiment_id} ({plural(deletion.runs, 'run')}) from the store, and {where}?",
                       abort=True)
     deleted = delete_experiment(db, config, deletion)
     console = make_console()
-    console.print(f"deleted experiment {experiment_id}: {deleted} runs, {where}", markup=False)
+    console.print(f"deleted experiment {experiment_id}: {plural(deleted, 'run')}, {where}", markup=False)
     for folder in deletion.kept:
         console.print(f"left in place: {folder}", markup=False)

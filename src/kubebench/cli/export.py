@@ -23,9 +23,10 @@ def mlflow(
 ) -> None:
     """Log trials (parent runs) and runs (nested) with params, metrics and tags to MLflow."""
     from ..present.mlflow_export import export_mlflow
+    from ..present.numbers import plural
     from ..settings import settings
     from ..store.store import open_store
 
     done = export_mlflow(open_store(settings(store).store_url), experiment_id, tracking_uri, experiment_name)
-    make_console().print(f"MLflow experiment {done.mlflow_experiment_id} at {tracking_uri}: {done.exported} runs "
-                         f"exported in {done.trials} trials ({done.already} already there)", markup=False)
+    make_console().print(f"MLflow experiment {done.mlflow_experiment_id} at {tracking_uri}: {plural(done.exported, 'run')} "
+                         f"exported in {plural(done.trials, 'trial')} ({done.already} already there)", markup=False)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from ..analyse.family import CORRECTIONS, Outcome
 from .history import params_text, percent
-from .numbers import si
+from .numbers import plural, si
 from .tables import label, params_split
 
 if TYPE_CHECKING:
@@ -35,8 +35,8 @@ def headline(outcomes: Sequence[Outcome]) -> str:
     counts = {v: sum(o.verdict == v for o in outcomes) for v in _ICON}
     told = ", ".join(f"{n} {v}" for v, n in counts.items() if n)
     if failing:
-        return f"FAIL: {failing} regression{'s' * (failing != 1)} beyond threshold ({told}; {len(outcomes)} tests)"
-    return f"PASS: no regression beyond threshold ({told}; {len(outcomes)} tests)"
+        return f"FAIL: {failing} regression{'s' * (failing != 1)} beyond threshold ({told}; {plural(len(outcomes), 'test')})"
+    return f"PASS: no regression beyond threshold ({told}; {plural(len(outcomes), 'test')})"
 
 
 def method(outcomes: Sequence[Outcome], base: str, correction: str, alpha: float) -> str:
@@ -100,15 +100,21 @@ def check_table(outcomes: Sequence[Outcome], title: str, base: str, correction: 
         table.add_column(name, justify="right", no_wrap=True)
     swept = _swept(outcomes)
     ordered = sorted(outcomes, key=lambda o: (not o.fails, _ORDER.get(o.verdict, 4)))
+    lines = []
     for o in ordered[:SHOWN_TESTS]:
-        verdict = "FAIL" if o.fails else o.verdict
-        metric, trial, *rest = _cells(o, swept, units or {})
-        table.add_row(Text(verdict, style="bold red" if o.fails else _STYLE.get(o.verdict, "")), cell(metric),
-                      cell(trial), *rest)
+        verdict = Text("FAIL" if o.fails else o.verdict, style="bold red" if o.fails else _STYLE.get(o.verdict, ""))
+        metric, trial, base_median, candidate_median, change, interval, p, limit = _cells(o, swept, units or {})
+        table.add_row(verdict, cell(metric), cell(trial), base_median, candidate_median, change, interval, p, limit)
+        line = Text.assemble(verdict, " ", cell(f"{metric} · {trial}: {base_median} → {candidate_median}, {change} "
+                                                 f"{interval}, adj. p {p}, threshold {limit}"))
+        lines.append(line)
     more = [Text(f"… and {len(ordered) - SHOWN_TESTS} more tests (-f markdown or --junit lists every one)",
                  style="dim")] if len(ordered) > SHOWN_TESTS else []
+    from .tables import Fitted, _title_lines
+
+    tests = Fitted(table, Group(*_title_lines(table), *lines))
     return Group(Text(headline(outcomes), style="bold red" if failing else "bold green"),
-                 Text(method(outcomes, base, correction, alpha), style="dim"), table, *more)
+                 Text(method(outcomes, base, correction, alpha), style="dim"), tests, *more)
 
 
 def junit(outcomes: Sequence[Outcome], suite: str) -> bytes:

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from rich.console import RenderableType
 
 from ..store.records import RunRecord
+from .numbers import plural
 from .text import cell, safe_line
 
 _MISSING = "missing from the run's outputs"
@@ -32,11 +33,11 @@ def failure_details(failed: Sequence[RunRecord], runs: int = 3, lines: int = 12)
             shown.append(cell(f"  metrics it reported: {found}"))
         tail = [line for line in run.log_tail.splitlines() if line.strip()][-lines:]
         if tail:
-            shown.append(cell(f"  last {len(tail)} lines of its log:", style="dim"))
+            shown.append(cell(f"  last {plural(len(tail), 'line')} of its log:", style="dim"))
             shown.extend(cell("  │ " + safe_line(line)) for line in tail)
         elif run.path:
             shown.append(cell(f"  no log recorded; see `kubebench outputs {run.run_id}`", style="dim"))
     if len(failed) > len(chosen):
-        shown.append(cell(f"({len(failed) - len(chosen)} more failed runs: `kubebench results "
+        shown.append(cell(f"({plural(len(failed) - len(chosen), 'more failed run')}: `kubebench results "
                           f"{failed[0].experiment_id} -f json` lists every reason)", style="dim"))
     return shown

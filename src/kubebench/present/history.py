@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from ..analyse.history import Change, TrialHistory
 from ..numerics.stats import _json_number
 from ..store.series_records import SeriesExperiment
-from .numbers import axis_scale, axis_title, metric_unit, si, si_range
+from .numbers import axis_scale, axis_title, header_unit, metric_unit, short, short_range, si, si_range
 from .text import cell
 
 
@@ -113,26 +113,30 @@ def history_tables(histories: Sequence[TrialHistory], series: str, last: int = 0
     its changes), every change with what surrounds it, and with ``last`` the last points of each trial.
 
     Laid out as the results table is: the trial's parameters are never folded or dropped, numbers
-    carry SI prefixes and the metric's unit (``3.40 M ops/s``)."""
-
-    from .tables import new_table
+    carry SI prefixes and the metric's unit (``3.40 M ops/s``); on a narrow terminal each row is a
+    block of "name  value" lines."""
+    from .tables import fitted_blocks, new_table
 
     metric = histories[0].metric if histories else ""
+    unit = unit_of(histories[0]) if histories else ""
     summary = new_table(f"{series} · {metric} ({histories[0].goal if histories else ''})")
-    summary.add_column("trial", no_wrap=True)
-    summary.add_column("points", justify="right", no_wrap=True)
-    summary.add_column("latest", no_wrap=True)
-    summary.add_column("median", justify="right", no_wrap=True)
-    summary.add_column("95% CI", justify="right", no_wrap=True)
-    summary.add_column(f"last {trend} medians", overflow="crop", no_wrap=True, max_width=trend)
-    summary.add_column("changes", overflow="fold")
+    for name in ("trial", "points", "latest", f"median {header_unit(unit)}".strip(), "95% CI",
+                 f"last {trend} medians", "changes"):
+        summary.add_column(name, justify="right" if name in ("points", "95% CI") or name.startswith("median") else "left",
+                           no_wrap=name != "changes", overflow="fold")
+    rows = []
     for h in histories:
-        p, unit = h.points[-1], unit_of(h)
+        p = h.points[-1]
         marks = " ".join(_mark(c) for c in h.changes[-3:]) + (" …" if len(h.changes) > 3 else "")
-        summary.add_row(cell(params_text(h.params)), str(len(h.points)), p.experiment.id, si(p.summary.median, unit),
-                        si_range(p.summary.ci_low, p.summary.ci_high, unit),
-                        sparkline([q.summary.median for q in h.points[-trend:]]), marks or "none")
-    out: list = [summary]
+        cells = [str(len(h.points)), p.experiment.id, short(p.summary.median, unit),
+                 short_range(p.summary.ci_low, p.summary.ci_high, unit),
+                 sparkline([q.summary.median for q in h.points[-trend:]]), marks or "none"]
+        summary.add_row(cell(params_text(h.params)), *cells)
+        rows.append((cell(params_text(h.params), style="bold"),
+                     [("points", cells[0]), ("latest", cells[1]), ("median", si(p.summary.median, unit)),
+                      ("95% CI", si_range(p.summary.ci_low, p.summary.ci_high, unit)),
+                      (f"last {min(trend, len(h.points))} medians", cells[4]), ("changes", cell(cells[5]))]))
+    out: list = [fitted_blocks(summary, rows)]
     for h in histories:
         for change in h.changes:
             style = "green" if change.point.comparison.verdict == "improved" or change.point.accepted else "bold red"
@@ -151,27 +155,30 @@ def _mark(change: Change) -> str:
 
 
 def _points_table(h: TrialHistory, series: str, last: int):
-    from .tables import new_table
+    from .tables import fitted_blocks, new_table
 
     at = {c.point.index: c for c in h.changes}
     unit = unit_of(h)
     table = new_table(f"{series} · {h.metric} · {params_text(h.params)}")
-    table.add_column("experiment", no_wrap=True)
-    table.add_column("created", no_wrap=True)
-    table.add_column("labels", overflow="fold")
-    for name in ("n", "median", "95% CI"):
-        table.add_column(name, justify="right", no_wrap=True)
-    table.add_column("change", no_wrap=True)
+    for name in ("experiment", "created", "labels", "n", f"median {header_unit(unit)}".strip(), "95% CI", "change"):
+        table.add_column(name, justify="right" if name in ("n", "95% CI") or name.startswith("median") else "left",
+                         no_wrap=name != "labels", overflow="fold")
     start = max(0, len(h.points) - last)
+    rows = []
     if start:
         table.add_row(f"… {start} earlier", "", "", "", "", "", "")
+        rows.append((cell(f"… {start} earlier", style="dim"), []))
     for i in range(start, len(h.points)):
         p, change = h.points[i], at.get(i)
-        table.add_row(p.experiment.id, time.strftime("%Y-%m-%d %H:%M", time.localtime(p.experiment.created_at)),
-                      cell(" ".join(f"{k}={v}" for k, v in p.experiment.labels.items())), str(p.summary.n),
-                      si(p.summary.median, unit), si_range(p.summary.ci_low, p.summary.ci_high, unit),
-                      _mark(change) if change else "")
-    return table
+        created = time.strftime("%Y-%m-%d %H:%M", time.localtime(p.experiment.created_at))
+        labels = cell(" ".join(f"{k}={v}" for k, v in p.experiment.labels.items()))
+        mark = _mark(change) if change else ""
+        table.add_row(p.experiment.id, created, labels, str(p.summary.n), short(p.summary.median, unit),
+                      short_range(p.summary.ci_low, p.summary.ci_high, unit), mark)
+        rows.append((cell(f"{p.experiment.id}  {created}", style="bold"),
+                     [("labels", labels), ("n", str(p.summary.n)), ("median", si(p.summary.median, unit)),
+                      ("95% CI", si_range(p.summary.ci_low, p.summary.ci_high, unit)), *([("change", mark)] if mark else [])]))
+    return fitted_blocks(table, rows)
 
 
 #: Trials drawn at first in a history plot (those with a change first); the others are a click on their
@@ -211,7 +218,10 @@ def history_figure(histories: Sequence[TrialHistory], title: str = "") -> dict:
 
     The x axis is the series' experiments, evenly spaced in time order and named by
     :func:`experiment_names` (a dozen ticks at most); the y axis carries the metric's unit, in SI."""
-    traces, shapes, annotations = [], [], []
+    traces: list[dict] = []
+    shapes: list[dict] = []
+    annotations: list[dict] = []
+    marks: list[dict] = []
     changed = [n for n, h in enumerate(histories) if h.changes]
     shown = set((changed + [n for n in range(len(histories)) if n not in changed])[:max(SHOWN_TRIALS, len(changed))])
     experiments = sorted({p.experiment.id: p.experiment for h in histories for p in h.points}.values(),
@@ -246,8 +256,9 @@ def history_figure(histories: Sequence[TrialHistory], title: str = "") -> dict:
             annotations.append({"x": at, "yref": "paper", "y": 1, "yanchor": "bottom", "showarrow": False, "yshift": 13 * n,
                                 "font": {"color": color, "size": 11},
                                 "text": ("accepted " if change.point.accepted else "") + percent(change.point.comparison.ratio - 1),
-                                "hovertext": describe(change), "experiment": change.after.id,
-                                "before": change.before.id, "trial": name, "accepted": change.point.accepted})
+                                "hovertext": describe(change)})
+            marks.append({"x": at, "experiment": change.after.id, "before": change.before.id, "trial": name,
+                          "accepted": change.point.accepted, "text": describe(change)})
     metric = histories[0].metric if histories else ""
     step = max(1, -(-len(experiments) // AXIS_TICKS))
     ticks = list(range(0, len(experiments), step))
@@ -255,9 +266,12 @@ def history_figure(histories: Sequence[TrialHistory], title: str = "") -> dict:
         ticks.append(len(experiments) - 1)
     layout = {"title": {"text": title},
               "xaxis": {"title": {"text": "experiment"}, "tickmode": "array", "tickvals": ticks,
-                        "ticktext": [names[i] for i in ticks], "names": names},
+                        "ticktext": [names[i] for i in ticks]},
               "yaxis": {"title": {"text": axis_title(metric, scale.unit)}, "tickformat": scale.tickformat},
-              "shapes": shapes, "annotations": annotations, "hovermode": "closest", "margin": {"t": 60}}
+              "shapes": shapes, "annotations": annotations, "hovermode": "closest", "margin": {"t": 60},
+              # for the dashboard's chart: every experiment's name on the axis, and each change's ends
+              "meta": {"names": names, "experiments": [e.id for e in experiments], "changes": marks,
+                       "unit": scale.unit, "factor": scale.factor}}
     return {"data": traces, "layout": layout}
 
 

@@ -98,6 +98,16 @@ def si_range(low: float | None, high: float | None, unit: str = "") -> str:
     return f"{a} … {b}"
 
 
+def short_range(low: float | None, high: float | None, unit: str = "") -> str:
+    """:func:`si_range` for a column whose header names the unit (as :func:`short` is for :func:`si`)."""
+    return si_range(low, high, unit if unit in ("bytes", "B") or _ATTACHED.match(unit) else "")
+
+
+def header_unit(unit: str) -> str:
+    """The unit a column header names for :func:`short` cells ("" for those whose cells carry it)."""
+    return "" if unit in ("bytes", "B") or _ATTACHED.match(unit) else unit
+
+
 @dataclass(frozen=True)
 class AxisScale:
     """How a chart axis shows values of one unit: multiplied by ``factor``, titled with ``unit``
@@ -128,3 +138,8 @@ def axis_scale(values, unit: str = "") -> AxisScale:
 def axis_title(metric: str, unit: str) -> str:
     """``ttft_p99 (ms)``: a short axis title, the unit in brackets."""
     return f"{metric} ({unit})" if unit else metric
+
+
+def plural(n: int, noun: str, plural_form: str = "") -> str:
+    """``1 trial``, ``2 trials`` (``plural_form`` for nouns that take no plain ``s``)."""
+    return f"{n} {noun if n == 1 else plural_form or noun + 's'}"

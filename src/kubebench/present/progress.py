@@ -10,6 +10,7 @@ from rich.table import Column
 
 from ..plan.plan import Plan, Run
 from ..store.records import RunResult
+from .numbers import plural
 from .text import cell, safe_line
 
 
@@ -40,8 +41,8 @@ class RichProgress:
     def started(self, plan: Plan, skipped: int) -> None:
         """Size the bar; runs already done (resume) count as completed."""
         note = f" ({skipped} already done)" if skipped else ""
-        self.console.print(cell(f"experiment {plan.experiment_id}: {len(plan.trials)} trials, "
-                                f"{len(plan.runs)} runs{note}"))
+        self.console.print(cell(f"experiment {plan.experiment_id}: {plural(len(plan.trials), 'trial')}, "
+                                f"{plural(len(plan.runs), 'run')}{note}"))
         self.task = self.bar.add_task("starting", total=len(plan.runs), completed=skipped, failed="")
         self.bar.start()  # only now: spec errors found before this print no empty bar
 

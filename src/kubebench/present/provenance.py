@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..provenance import provenance_differences
+from .numbers import plural
 
 
 def environment_lines(environments: list[tuple[dict[str, Any], int]]) -> list[str]:
@@ -18,7 +19,7 @@ def environment_lines(environments: list[tuple[dict[str, Any], int]]) -> list[st
         lines.append(f"  runs ran in {len(environments)} environments ({count} of {total} in this one); "
                      "the others differ in:")
         for other, n in environments[1:]:
-            lines.append(f"    {n} runs: " + "; ".join(provenance_differences(first, other)))
+            lines.append(f"    {plural(n, 'run')}: " + "; ".join(provenance_differences(first, other)))
     return lines
 
 

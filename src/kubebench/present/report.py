@@ -110,7 +110,7 @@ def results_html(runs: Sequence[RunRecord], metric: str, unit: str = "") -> str:
         body.append([figures.label(trial.params, [k for k in trial.params if k not in swept]), str(s.n),
                      str(s.failed), si(s.mean, unit), si(s.median, unit), percent(s.cv), ci,
                      si(s.olympic_mean, unit), si(s.min, unit), si(s.max, unit)])
-    warnings = quality.cv_outliers({k: s.cv for k, s in summaries.items()}) + quality.zero_crossing_warning(
+    warnings = quality.noise_warnings({k: s.cv for k, s in summaries.items()}) + quality.zero_crossing_warning(
         [k for k, s in summaries.items() if quality.ci_crosses_zero(s)])
     fixed_text = ", ".join(f"{k}={v}" for k, v in fixed.items())
     return (f"<h3>{html.escape(metric)}{html.escape(_in(unit))}</h3>"

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from rich import box
-from rich.console import RenderableType
+from rich.console import Group, RenderableType
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -23,7 +24,7 @@ from ..numerics.stats import Summary, summarize
 from ..rules import is_telemetry
 from ..store.records import FAILED_STATES, ExperimentRecord, RunRecord, TrialResults
 from .costs import HEADINGS, cost_metrics, usd
-from .numbers import metric_unit, percent, short
+from .numbers import metric_unit, percent, plural, short, si
 from .text import cell, safe
 
 if TYPE_CHECKING:  # the spec's models cost a tenth of a second to import; results tables need none
@@ -90,7 +91,7 @@ def label(params: Mapping[str, object], only: Sequence[str] | None = None) -> st
 def plan_table(plan: Plan) -> RenderableType:
     """What ``--dry-run`` shows: every trial with its parameters and number of runs."""
     fixed, swept = params_split([t.params for t in plan.trials])
-    table = new_table(f"plan of {plan.experiment_id}: {len(plan.trials)} trials, {len(plan.runs)} runs")
+    table = new_table(f"plan of {plan.experiment_id}: {plural(len(plan.trials), 'trial')}, {plural(len(plan.runs), 'run')}")
     add_id_column(table, "trial", [t.id for t in plan.trials])
     for name in swept:
         table.add_column(safe(name), overflow="fold", min_width=len(name))
@@ -151,18 +152,33 @@ def choose_metrics(found: Sequence[str], declared: Sequence[Mapping[str, object]
                         [m for m in rest if not is_telemetry(m)], sum(1 for m in rest if is_telemetry(m)), cost)
 
 
+class Fitted:
+    """``wide`` where the console is wide enough for it unsqueezed, else ``narrow`` (the same content
+    as one block per row): at 80 columns no column is dropped or cut, and no id is folded."""
+
+    def __init__(self, wide: TitledTable, narrow: RenderableType) -> None:
+        self.wide, self.narrow = wide, narrow
+
+    def __rich_console__(self, console, options):
+        natural = Measurement.get(console, options.update_width(100_000), self.wide).maximum
+        yield self.wide if natural <= options.max_width else self.narrow
+
+
 def results_table(trials: Sequence[TrialResults], choice: MetricChoice, title: str = "results") -> RenderableType:
     """One row per trial: swept parameters, run counts (when they differ), the first metric's median
     with the 95% CI of its mean (± relative half-width) and CV, the other metrics' medians, and the
-    median cost per run and per item when the runs have one; the fixed parameters on a line above."""
+    median cost per run and per item when the runs have one; the fixed parameters on a line above.
+
+    On a terminal too narrow for that table, each trial is a block of "metric: value" lines under
+    its swept parameters (as vLLM's summary reads at 80 columns)."""
     fixed, swept = params_split([t.params for t in trials])
     counts = {(t.runs_by_status.get("succeeded", 0), _failed(t)) for t in trials}
     same_counts = len(counts) == 1 and next(iter(counts))[1] == 0
     if same_counts and trials:
-        title += f": {len(trials)} trials × {next(iter(counts))[0]} runs"
+        title += f": {plural(len(trials), 'trial')} × {plural(next(iter(counts))[0], 'run')}"
     table = new_table(title, caption=_hidden_caption(choice))
     for name in swept:
-        table.add_column(safe(name), overflow="fold")
+        table.add_column(safe(name), no_wrap=True)
     if not same_counts:
         table.add_column("ok", justify="right", no_wrap=True)
         table.add_column("failed", justify="right", no_wrap=True)
@@ -175,19 +191,66 @@ def results_table(trials: Sequence[TrialResults], choice: MetricChoice, title: s
             table.add_column("cv", justify="right", no_wrap=True)
     for name in choice.cost:
         table.add_column(f"{HEADINGS[name]}\nmedian", justify="right", no_wrap=True)
+    blocks: list[RenderableType] = []
     for trial in trials:
         ok, failed = trial.runs_by_status.get("succeeded", 0), _failed(trial)
+        summaries = {name: summarize([values[name] for values in trial.metrics if name in values])
+                     for name in [*choice.shown, *choice.cost]}
         row: list[RenderableType] = [cell(param_of(trial.params, p)) for p in swept]
         if not same_counts:
             row += [str(ok), str(failed)]
         for index, name in enumerate(choice.shown):
-            s = summarize([values[name] for values in trial.metrics if name in values])
-            row.append(short(s.median, choice.units[name]))
+            row.append(short(summaries[name].median, choice.units[name]))
             if index == 0:
-                row += [ci_relative(s), percent(s.cv)]
-        row += [usd(summarize([v[m] for v in trial.metrics if m in v]).median) for m in choice.cost]
-        table.add_row(*row, style="red" if failed and not ok else None)
-    return _with_fixed(fixed, table)
+                row += [ci_relative(summaries[name]), percent(summaries[name].cv)]
+        row += [usd(summaries[m].median) for m in choice.cost]
+        style = "red" if failed and not ok else None
+        table.add_row(*row, style=style)
+        blocks.append(_trial_block(trial, swept, choice, summaries, None if same_counts else (ok, failed), style))
+    wide = _with_fixed(fixed, table)
+    return Fitted(wide, Group(*_title_lines(wide), *blocks, *_caption_lines(wide)))
+
+
+def fitted_blocks(table: TitledTable, rows: Sequence[tuple[RenderableType, Sequence[tuple[str, RenderableType]]]]
+                  ) -> Fitted:
+    """``table`` where it fits, else one block per row: its heading, then "name  value" lines."""
+    blocks: list[RenderableType] = []
+    for heading, pairs in rows:
+        grid = Table.grid(padding=(0, 2), pad_edge=False)
+        grid.add_column(no_wrap=True)
+        grid.add_column(justify="right", no_wrap=True)
+        for name, value in pairs:
+            grid.add_row(cell("  " + name), value)
+        blocks.append(Group(heading, grid))
+    return Fitted(table, Group(*_title_lines(table), *blocks, *_caption_lines(table)))
+
+
+def _title_lines(table: TitledTable) -> list[RenderableType]:
+    """What a :class:`TitledTable` prints above its table: the title and the ``above`` lines."""
+    return [*([Text(str(table.title), style="bold")] if table.title else []), *getattr(table, "above", [])]
+
+
+def _caption_lines(table: TitledTable) -> list[RenderableType]:
+    return [Text(str(table.caption), style="dim")] if table.caption else []
+
+
+def _trial_block(trial: TrialResults, swept: Sequence[str], choice: MetricChoice, summaries: Mapping[str, Summary],
+                 counts: tuple[int, int] | None, style: str | None) -> RenderableType:
+    """One trial as lines of "metric  value" under its swept parameters (the narrow results table)."""
+    heading = cell(label(trial.params, swept) if swept else "all", style=style or "bold")
+    if counts is not None:
+        heading.append(f"  ({counts[0]} ok, {counts[1]} failed)", style="dim")
+    grid = Table.grid(padding=(0, 2), pad_edge=False)
+    grid.add_column(no_wrap=True)
+    grid.add_column(justify="right", no_wrap=True)
+    grid.add_column(no_wrap=True)
+    for index, name in enumerate(choice.shown):
+        s = summaries[name]
+        extra = f"95% CI ±{ci_relative(s).lstrip('±')} · cv {percent(s.cv)}" if index == 0 else ""
+        grid.add_row(cell("  " + name), si(s.median, choice.units[name]), extra)
+    for name in choice.cost:
+        grid.add_row(cell(f"  {HEADINGS[name]}"), usd(summaries[name].median), "")
+    return Group(heading, grid)
 
 
 def ci_relative(s: Summary) -> str:
@@ -199,14 +262,21 @@ def ci_relative(s: Summary) -> str:
 
 
 def results_warnings(trials: Sequence[TrialResults], metric: str | None) -> list[str]:
-    """Quality warnings about ``metric`` across the trials: runs that disagree, CIs that say n is too small."""
+    """Quality warnings about ``metric`` across the trials: runs that disagree (a CV above 10%), CIs
+    that say n is too small, and runs whose step time drifted (not in a steady state)."""
     if not metric:
         return []
     _, swept = params_split([t.params for t in trials])
     summaries = {label(t.params, swept): summarize([v[metric] for v in t.metrics if metric in v]) for t in trials}
     low = [name for name, s in summaries.items() if quality.ci_crosses_zero(s)]
-    return [f"{metric}: {w}" for w in quality.cv_outliers({k: s.cv for k, s in summaries.items()})
-            + quality.zero_crossing_warning(low)]
+    warnings = [f"{metric}: {w}" for w in quality.noise_warnings({k: s.cv for k, s in summaries.items()})
+                + quality.zero_crossing_warning(low)]
+    drifting = sum(t.drifting for t in trials)
+    if drifting:
+        succeeded = sum(t.runs_by_status.get("succeeded", 0) for t in trials)
+        warnings.append(f"{drifting} of {plural(succeeded, 'run')} drifting: their step time changed within the run "
+                        "(not a steady state; `kubebench results ID -f json` has each run's info)")
+    return warnings
 
 
 def ci_text(s: Summary, unit: str = "") -> str:

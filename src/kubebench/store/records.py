@@ -116,6 +116,8 @@ class TrialResults(Record):
     params: dict[str, object]
     runs_by_status: dict[str, int]
     metrics: list[dict[str, float]]
+    #: succeeded runs whose step time drifted within the run (``info.drifting``: not in a steady state)
+    drifting: int = 0
 
 
 class RunAttempt(Record):
@@ -167,22 +169,27 @@ def run_records(experiment_id: str, rows: Sequence[tuple], params: dict[str, dic
 
 
 #: Columns of the counted runs that TrialResults are made of, selected in trial and repeat order.
-TRIAL_RUN_COLUMNS = ("trial_id", "status", "metric_values")
+TRIAL_RUN_COLUMNS = ("trial_id", "status", "metric_values", "info")
 
 
 def trial_results(rows: Sequence[tuple], params: dict[str, dict]) -> list[TrialResults]:
     """TrialResults from rows of ``TRIAL_RUN_COLUMNS``, in the rows' order of trials."""
     counts: dict[str, dict[str, int]] = {}
     succeeded: dict[str, list] = {}
-    for trial_id, status, values in rows:
+    drifting: dict[str, int] = {}
+    for trial_id, status, values, *info in rows:
         by_status = counts.setdefault(trial_id, {})
         by_status[status] = by_status.get(status, 0) + 1
         if status == "succeeded":
             succeeded.setdefault(trial_id, []).append(values)
+            # the key is enough, text (SQLite) or parsed (psycopg): no parse of every run's info
+            if info and info[0] and ('"drifting"' in info[0] if isinstance(info[0], str) else "drifting" in info[0]):
+                drifting[trial_id] = drifting.get(trial_id, 0) + 1
     parsed = iter(json_objects([values for texts in succeeded.values() for values in texts]))
     metrics = {trial_id: [next(parsed) for _ in texts] for trial_id, texts in succeeded.items()}
     return [TrialResults(trial_id=trial_id, params=params.get(trial_id, {}), runs_by_status=by_status,
-                         metrics=metrics.get(trial_id, [])) for trial_id, by_status in counts.items()]
+                         metrics=metrics.get(trial_id, []), drifting=drifting.get(trial_id, 0))
+            for trial_id, by_status in counts.items()]
 
 
 def json_objects(values: Sequence[str | dict | None]) -> list[dict]:
