@@ -20,9 +20,10 @@ from kubebench.store.store import open_store
 @pytest.mark.parametrize("statuses, state", [
     ([], "pending"), (["pending"], "pending"), (["running", "failed"], "running"),
     (["running", "pending", "succeeded"], "running"), (["succeeded"], "succeeded"),
-    (["succeeded", "pending"], "pending"), (["failed", "succeeded"], "failed"), (["timeout"], "failed"),
+    (["succeeded", "pending"], "interrupted"), (["failed", "succeeded"], "failed"), (["timeout"], "failed"),
     (["cancelled", "succeeded"], "cancelled"), (["cancelled", "failed"], "cancelled"),
-    (["cancelled", "pending"], "pending"), (["failed", "pending"], "failed"),
+    # partly done and nothing running it: the review's Ctrl-C'd sweep read "pending" (2026-12-02 #8)
+    (["cancelled", "pending"], "interrupted"), (["failed", "pending"], "interrupted"),
 ])
 def test_experiment_state_rule(statuses: list[str], state: str) -> None:
     assert experiment_state(statuses) == state
@@ -61,7 +62,7 @@ def test_the_store_keeps_each_experiment_s_state(store) -> None:
     store.start_run(runs[0], "/x")
     assert state_of(store, "e1") == "running"
     finish(store, runs[:1], "succeeded")
-    assert state_of(store, "e1") == "pending"  # partly done
+    assert state_of(store, "e1") == "interrupted"  # partly done, nothing running
     finish(store, runs[1:3], "succeeded")
     store.start_run(runs[3], "/x")
     finish(store, runs[3:], "failed")
@@ -69,7 +70,7 @@ def test_the_store_keeps_each_experiment_s_state(store) -> None:
     finish(store, runs[3:], "succeeded")  # redone by a resume
     assert state_of(store, "e1") == "succeeded"
     more = begin(store, "e1", repeats=3)  # a resume with more repeats adds pending runs
-    assert state_of(store, "e1") == "pending" and len(more) == 6
+    assert state_of(store, "e1") == "interrupted" and len(more) == 6
     finish(store, more[4:], "cancelled")
     assert state_of(store, "e1") == "cancelled"
 

@@ -216,7 +216,7 @@ CONTRAST = """() => {
   const rgb = (c) => c.match(/\\d+(\\.\\d+)?/g).slice(0, 3).map(Number);
   const lum = (c) => { const [r, g, b] = rgb(c).map((v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
                        return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
-  const states = ["succeeded", "failed", "timeout", "running", "pending", "partial", "cancelled",
+  const states = ["succeeded", "failed", "timeout", "running", "pending", "partial", "interrupted", "cancelled",
                   "improved", "regressed", "unchanged", "inconclusive"];
   return states.map((state) => {
     const node = document.createElement("span"); node.className = `badge ${state}`; node.textContent = state;

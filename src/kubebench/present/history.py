@@ -197,20 +197,20 @@ AXIS_LABELS = ("version", "commit", "tag", "image")
 AXIS_TICKS = 12
 
 
-def experiment_names(experiments: Sequence[SeriesExperiment]) -> list[str]:
-    """What tells the experiments of a series apart on an axis, as asv names commits: the value of
-    the first label that differs between them (``version`` and ``commit`` first), else their creation
-    times as precisely as needed to differ (days, then minutes, then seconds), else their ids."""
+def experiment_names(experiments: Sequence[SeriesExperiment]) -> tuple[str, list[str]]:
+    """What tells the experiments of a series apart on an axis, as asv names commits, and what that is:
+    the value of the first label that differs between them (``version`` and ``commit`` first), else
+    their creation times as precisely as needed to differ (days, then minutes, then seconds), else ids."""
     keys = list(dict.fromkeys(k for e in experiments for k in e.labels))
     differing = [k for k in keys if len({e.labels.get(k) for e in experiments}) > 1]
     if differing:
         key = next((k for k in AXIS_LABELS if k in differing), differing[0])
-        return [e.labels.get(key, "–") for e in experiments]
+        return key, [e.labels.get(key, "–") for e in experiments]
     for pattern in ("%Y-%m-%d", "%m-%d %H:%M", "%H:%M:%S"):
         names = [time.strftime(pattern, time.localtime(e.created_at)) for e in experiments]
         if len(set(names)) == len(names):
-            return names
-    return [e.id for e in experiments]
+            return "created", names
+    return "id", [e.id for e in experiments]
 
 
 def history_figure(histories: Sequence[TrialHistory], title: str = "") -> dict:
@@ -227,7 +227,7 @@ def history_figure(histories: Sequence[TrialHistory], title: str = "") -> dict:
     experiments = sorted({p.experiment.id: p.experiment for h in histories for p in h.points}.values(),
                          key=lambda e: (e.created_at, e.id))
     position = {e.id: i for i, e in enumerate(experiments)}
-    names = experiment_names(experiments)
+    named_by, names = experiment_names(experiments)
     unit = unit_of(histories[0]) if histories else ""
     scale = axis_scale([p.summary.median for h in histories for p in h.points], unit)
     for n, h in enumerate(histories):
@@ -265,7 +265,7 @@ def history_figure(histories: Sequence[TrialHistory], title: str = "") -> dict:
     if experiments and ticks[-1] != len(experiments) - 1:
         ticks.append(len(experiments) - 1)
     layout = {"title": {"text": title},
-              "xaxis": {"title": {"text": "experiment"}, "tickmode": "array", "tickvals": ticks,
+              "xaxis": {"title": {"text": f"experiment ({named_by})"}, "tickmode": "array", "tickvals": ticks,
                         "ticktext": [names[i] for i in ticks]},
               "yaxis": {"title": {"text": axis_title(metric, scale.unit)}, "tickformat": scale.tickformat},
               "shapes": shapes, "annotations": annotations, "hovermode": "closest", "margin": {"t": 60},

@@ -16,6 +16,14 @@ LISTING_FORMAT_VERSION = 2
 COLUMNS = ("id", "name", "backend", "source", "created_at", "updated_at", "runs", "succeeded", "failed")
 
 
+def resume_command(source: str, experiment_id: str, extra: Sequence[str] = ()) -> str:
+    """``kubebench run examples/x/spec.yaml --id ID``, quoted for a POSIX shell: what resumes an
+    experiment (``extra``: its ``--params``/``--set`` options, when they are known)."""
+    import shlex
+
+    return shlex.join(["kubebench", "run", source or "SPEC.yaml", *extra, "--id", experiment_id])
+
+
 def experiment_row(e: ExperimentRecord) -> dict:
     """One experiment: ids, origin, times and run counts."""
     counts = e.runs_by_status

@@ -1,6 +1,11 @@
 """Serving plots and the capacity table of an experiment (pure: records in, figures and HTML out).
 
-- latency percentiles against the load, one line per server setting, with the SLO's bounds drawn;
+Legends name only what varies (the metric, and the server setting when there are several); the
+parameters every run shares are the chart's subtitle. Legends sit below the plot area, and latency
+axes are in the unit their values need (ms, µs).
+
+- latency percentiles against the load, one line per server setting, with the SLO's bounds drawn
+  (the capacity search's ``slo:``, and the per-request SLO given to the ``llm-requests`` post-processor);
 - goodput (and throughput) against the load;
 - the throughput–interactivity frontier: system output tokens/s against output tokens/s one user
   sees, one curve per server setting through its loads, as MLPerf's endpoint rules and vLLM's
@@ -18,6 +23,7 @@ import yaml
 
 from ..numerics.stats import summarize
 from ..store.records import ExperimentRecord, RunRecord
+from .numbers import axis_scale, si
 
 LOAD_PARAMETERS = ("rate", "request_rate", "qps", "concurrency", "max_concurrency", "users")
 LATENCIES = ("ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99", "itl_p99", "e2e_p99")
@@ -47,8 +53,10 @@ def load_parameter(spec: dict, runs: Sequence[RunRecord]) -> str | None:
 
 
 def slo_bounds(spec: dict) -> dict[str, float]:
-    """The search's bounds (``{ttft_p99: 2.0}``), in seconds."""
-    from ..serving.slo import seconds
+    """The bounds of the latencies, in seconds: the search's (``{ttft_p99: 2.0}``), and the per-request
+    SLO of an ``llm-requests`` post-processor (``ttft=1s,tpot=100ms``: ``{ttft: 1.0, tpot: 0.1}``), which
+    bounds every percentile of that latency."""
+    from ..serving.slo import parse_request_slo, seconds
 
     search = spec.get("search") or {}
     slo = search.get("slo") if isinstance(search, dict) else None
@@ -58,20 +66,47 @@ def slo_bounds(spec: dict) -> dict[str, float]:
             out[str(name)] = seconds(value)
         except ValueError:
             continue
+    for step in spec.get("postprocess") or []:
+        if isinstance(step, dict) and step.get("kind") == "llm-requests" and step.get("slo"):
+            try:
+                out.update({name: bound for name, bound in parse_request_slo(str(step["slo"])).items()
+                            if not any(k.startswith(f"{name}_") for k in out)})
+            except ValueError:
+                continue
     return out
 
 
-def _setting(params: dict, load: str | None) -> str:
-    return ", ".join(f"{k}={v}" for k, v in params.items() if k != load) or "all"
+def _setting(params: dict, load: str | None, varying: Sequence[str] | None = None) -> str:
+    """The server setting of a run: its parameters other than the load (of ``varying`` when given)."""
+    shown = [(k, v) for k, v in params.items() if k != load and (varying is None or k in varying)]
+    return ", ".join(f"{k}={v}" for k, v in shown) or "all"
+
+
+def _split(runs: Sequence[RunRecord], load: str | None) -> tuple[list[str], str]:
+    """The parameters (other than the load) that vary between the runs, and ``k=v, …`` of those that do not."""
+    names = list(dict.fromkeys(k for r in runs for k in r.params if k != load))
+    varying = [k for k in names if len({repr(r.params.get(k)) for r in runs}) > 1]
+    fixed = ", ".join(f"{k}={runs[0].params[k]}" for k in names if k not in varying and k in runs[0].params)
+    return varying, fixed
+
+
+def _layout(figure: Any, title: str, fixed: str, traces: int) -> None:
+    """Title, the fixed parameters as its subtitle, and a legend below the plot (only with several traces)."""
+    figure.update_layout(title={"text": title, **({"subtitle": {"text": fixed}} if fixed else {})},
+                         showlegend=traces > 1, margin={"t": 80 if fixed else 60, "b": 110 if traces > 1 else 60},
+                         legend={"orientation": "h", "x": 0, "xanchor": "left", "yref": "container", "y": 0,
+                                 "yanchor": "bottom"})
 
 
 def _curves(runs: Sequence[RunRecord], load: str | None, metrics: Sequence[str]) -> dict[str, list[tuple]]:
-    """Per server setting: (load value, {metric: median over the trial's succeeded runs}) sorted by load."""
+    """Per server setting (named by what varies): (load value, {metric: median over the trial's
+    succeeded runs}) sorted by load."""
     trials: dict[tuple[str, object], dict[str, list[float]]] = {}
+    varying, _ = _split(runs, load)
     for r in runs:
         if r.warmup or r.status != "succeeded":
             continue
-        key = (_setting(r.params, load), r.params.get(load) if load else r.trial_id)
+        key = (_setting(r.params, load, varying), r.params.get(load) if load else r.trial_id)
         values = trials.setdefault(key, {})
         for m in metrics:
             if m in r.metrics:
@@ -84,21 +119,37 @@ def _curves(runs: Sequence[RunRecord], load: str | None, metrics: Sequence[str])
     return curves
 
 
+def _name(metric: str, setting: str, settings: int) -> str:
+    """A trace's legend entry: the metric, and the server setting when there are several."""
+    return f"{metric} · {setting}" if settings > 1 else metric
+
+
 def latency_vs_load(runs: Sequence[RunRecord], load: str, bounds: dict[str, float]) -> Any:
-    """Latency percentiles (median of the runs) against the load, with the SLO bounds dashed."""
+    """Latency percentiles (median of the runs) against the load, with the SLO bounds dashed; the axis
+    in the unit the values need (``ms``), on a log scale when they span more than a decade."""
     import plotly.graph_objects as go
 
     present = [m for m in LATENCIES if any(m in r.metrics for r in runs)]
+    curves = _curves(runs, load, present)
+    values = [v[m] for points in curves.values() for _, v in points for m in present if m in v]
+    loads = [x for points in curves.values() for x, _ in points if isinstance(x, (int, float))]
+    shown = {m: b for m, b in bounds.items() if any(p == m or p.startswith(f"{m}_") for p in present)}
+    scale = axis_scale(values, "s")
     figure = go.Figure()
-    for setting, points in _curves(runs, load, present).items():
+    for setting, points in curves.items():
         for metric in present:
             xs = [x for x, v in points if metric in v]
-            figure.add_trace(go.Scatter(x=xs, y=[v[metric] for _, v in points if metric in v], mode="lines+markers",
-                                        name=f"{metric} · {setting}"))
-    for metric, bound in bounds.items():
-        figure.add_hline(y=bound, line_dash="dash", line_color="red", annotation_text=f"SLO {metric} ≤ {bound:g} s")
-    figure.update_layout(title=f"latency vs {load}", xaxis_title=load, yaxis_title="seconds (median of runs)",
-                         yaxis_type="log")
+            figure.add_trace(go.Scatter(x=xs, y=[v[metric] * scale.factor for _, v in points if metric in v],
+                                        mode="lines+markers", name=_name(metric, setting, len(curves))))
+    for metric, bound in shown.items():  # a line of its own, named in the legend (an annotation on a log axis drifts)
+        figure.add_trace(go.Scatter(x=[min(loads, default=0), max(loads, default=1)], y=[bound * scale.factor] * 2,
+                                    mode="lines", line={"dash": "dash", "color": "red", "width": 1.5},
+                                    name=f"SLO {metric} ≤ {si(bound, 's')}", hoverinfo="name"))
+    known = [v for v in values if v > 0]
+    log = bool(known) and max([*known, *shown.values()]) / min(known) > 10
+    figure.update_layout(xaxis_title=load, yaxis_title=f"latency ({scale.unit}), median of runs",
+                         yaxis={"type": "log", "dtick": 1} if log else {"rangemode": "tozero"})
+    _layout(figure, f"latency vs {load}", _split(runs, load)[1], len(figure.data))
     return figure
 
 
@@ -107,13 +158,16 @@ def goodput_vs_load(runs: Sequence[RunRecord], load: str) -> Any:
     import plotly.graph_objects as go
 
     figure = go.Figure()
-    for setting, points in _curves(runs, load, ("goodput", "request_throughput")).items():
+    curves = _curves(runs, load, ("goodput", "request_throughput"))
+    for setting, points in curves.items():
         for metric, dash in (("goodput", "solid"), ("request_throughput", "dot")):
             xs = [x for x, v in points if metric in v]
             if xs:
                 figure.add_trace(go.Scatter(x=xs, y=[v[metric] for _, v in points if metric in v],
-                                            mode="lines+markers", line={"dash": dash}, name=f"{metric} · {setting}"))
-    figure.update_layout(title=f"goodput vs {load}", xaxis_title=load, yaxis_title="requests/s (median of runs)")
+                                            mode="lines+markers", line={"dash": dash},
+                                            name=_name(metric, setting, len(curves))))
+    figure.update_layout(xaxis_title=load, yaxis_title="requests/s, median of runs")
+    _layout(figure, f"goodput vs {load}", _split(runs, load)[1], len(figure.data))
     return figure
 
 
@@ -125,17 +179,19 @@ def frontier(runs: Sequence[RunRecord], load: str | None) -> Any:
     metrics = ("output_tokens_per_s", "output_tokens_per_s_per_user")
     figure = go.Figure()
     everything = []
-    for setting, points in _curves(runs, load, metrics).items():
+    curves = _curves(runs, load, metrics)
+    for setting, points in curves.items():
         pts = [(v[metrics[1]], v[metrics[0]], x) for x, v in points if all(m in v for m in metrics)]
         everything += pts
         figure.add_trace(go.Scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], mode="lines+markers",
-                                    text=[f"{load}={p[2]}" for p in pts] if load else None, name=setting))
+                                    text=[f"{load}={p[2]}" for p in pts] if load else None,
+                                    name=setting if len(curves) > 1 else "measured"))
     best = pareto(everything)
     if best:
         figure.add_trace(go.Scatter(x=[p[0] for p in best], y=[p[1] for p in best], mode="lines",
                                     line={"dash": "dash", "color": "grey"}, name="frontier"))
-    figure.update_layout(title="throughput vs interactivity", xaxis_title="output tokens/s per user",
-                         yaxis_title="system output tokens/s")
+    figure.update_layout(xaxis_title="output tokens/s per user", yaxis_title="system output tokens/s")
+    _layout(figure, "throughput vs interactivity", _split(runs, load)[1], len(figure.data))
     return figure
 
 

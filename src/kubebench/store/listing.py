@@ -1,9 +1,10 @@
 """Experiment states, kept in the ``experiments`` table, and the dashboard's listing built on them.
 
 An experiment's state comes from the statuses present among its counted (non warm-up) runs, in
-this order: running if any run runs; pending if all are pending (or it has none); cancelled if any
-was cancelled and none is pending; failed if any failed or timed out; succeeded if all succeeded;
-else pending (partly done). The store writes it whenever runs change (:func:`refresh_states`, in
+this order: running if any run runs; pending if all are pending (or it has none); interrupted if
+some are pending and others ended, none running: partly done, and nothing runs it now (a Ctrl-C'd
+or killed runner; ``kubebench run SPEC --id ID`` resumes it); cancelled if any was cancelled;
+failed if any failed or timed out; else succeeded. The store writes it whenever runs change (:func:`refresh_states`, in
 the same transaction), so that listing, filtering and counting 10,000s of experiments by state
 reads one table: aggregating their runs took 80–120 ms on SQLite for 90,000 runs.
 """
@@ -19,7 +20,7 @@ from sqlalchemy import ColumnElement, Connection, bindparam, case, func, literal
 from . import schema
 from .records import RUN_STATUSES, ExperimentRecord
 
-STATES = ("pending", "running", "succeeded", "failed", "cancelled")
+STATES = ("pending", "running", "interrupted", "succeeded", "failed", "cancelled")
 
 _r, _e = schema.runs, schema.experiments
 #: Which statuses an experiment's counted runs have: one index seek per status, whatever the size.
@@ -43,13 +44,13 @@ def experiment_state(statuses: Collection[str]) -> str:
         return "running"
     if present <= {"pending"}:
         return "pending"
-    if "cancelled" in present and "pending" not in present:
+    if "pending" in present:
+        return "interrupted"
+    if "cancelled" in present:
         return "cancelled"
     if present & {"failed", "timeout"}:
         return "failed"
-    if present == {"succeeded"}:
-        return "succeeded"
-    return "pending"
+    return "succeeded"
 
 
 def refresh_states(conn: Connection, experiment_ids: Iterable[str]) -> None:

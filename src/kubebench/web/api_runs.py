@@ -55,10 +55,25 @@ def _log_names(run_path: str) -> list[str]:
 def run(request: Request, run_id: RunId) -> dict:
     """One run: state, timings, parameters, metrics, provenance, end of its log, its logs and series."""
     record = _run(request, run_id)
-    series = sorted(request.app.state.store.telemetry(run_id))
+    store = request.app.state.store
+    series = sorted(store.telemetry(run_id))
+    experiment = store.experiment(record.experiment_id)
     return {**queries.run_summary(record), "experiment_id": record.experiment_id, "log_tail": record.log_tail,
             "provenance": record.provenance, "path": record.path, "logs": _log_names(record.path),
-            "telemetry": series}
+            "telemetry": series, "info": record.info, "metric_list": queries.run_metrics(experiment, record),
+            "step_times": _has_step_times(record.path)}
+
+
+def _has_step_times(run_path: str) -> bool:
+    """Whether the run wrote ``output/step_times.json`` (its per-step times, which the run page plots)."""
+    if not run_path:
+        return False
+    if is_local(run_path):
+        return (local_path(run_path) / "output" / "step_times.json").is_file()
+    try:
+        return any(name == "output/step_times.json" for name, _ in Storage(run_path).files("output"))
+    except Exception:  # noqa: BLE001  (unreachable storage: no plot, the page is whole without it)
+        return False
 
 
 @router.get("/{run_id}/logs/{replica}", response_class=PlainTextResponse)

@@ -36,7 +36,8 @@ class _Experiment(_Open):
     backend: str
     created_at: float
     updated_at: float
-    state: str = Field(description="pending, running, succeeded, failed or cancelled")
+    state: str = Field(description="pending, running, interrupted (partly done, nothing runs it), succeeded, "
+                                   "failed or cancelled")
     partial: bool = Field(False, description="failed, yet some runs succeeded (the dashboard shows it as partial)")
     runs_by_status: dict[str, int]
     launched_here: bool = Field(False, description="launched by this server, which can therefore cancel it")
@@ -97,6 +98,7 @@ class RunSummary(_Open):
     duration_s: Optional[float] = None
     params: dict[str, object]
     metrics: dict[str, float]
+    log_line: str = Field("", description="a failed run's last line of log (where the cause usually is)")
 
 
 class CostColumn(BaseModel):
@@ -116,6 +118,12 @@ class ExperimentDetail(_Experiment):
     cost: Optional[str] = Field(None, description="median cost per run and per item of the counted runs "
                                                   "(e.g. `$0.0123/run, $1.23/M tokens`); null without prices")
     cost_columns: list[CostColumn] = Field([], description="cost metrics whose trial medians the trials table shows")
+    labels: dict[str, str] = Field({}, description="run-time labels (`kubebench run --label version=1.4`)")
+    note: str = ""
+    tags: list[str] = []
+    source: str = Field("", description="the spec file it was run from")
+    resume: Optional[str] = Field(None, description="the command that resumes it, when it is interrupted")
+    parallelism: int = Field(1, description="runs the spec lets run at once")
 
 
 class RunDetail(RunSummary):
@@ -125,6 +133,10 @@ class RunDetail(RunSummary):
     path: str
     logs: list[str] = Field(description="replica log names, e.g. master-0")
     telemetry: list[str] = Field(description="names of the run's telemetry series")
+    info: dict[str, str] = Field({}, description="what the run found out about itself: drifting, energy_unavailable …")
+    metric_list: list[dict] = Field([], description="the metrics in display order: declared (with units), "
+                                                    "the workload's others, telemetry")
+    step_times: bool = Field(False, description="whether the run wrote output/step_times.json")
 
 
 class Telemetry(BaseModel):

@@ -27,7 +27,8 @@ RAN_AND_FAILED = tuple(s for s in FAILED_STATES if s != "cancelled")
 def experiment_summary(record: ExperimentRecord, active: bool = False, launched_here: bool = False) -> dict:
     """ExperimentSummary: ids, times, state, the counted runs by status, and whether it is partial."""
     counts = {s: record.runs_by_status.get(s, 0) for s in RUN_STATUSES}
-    state = "running" if active else record.state
+    # from the counts, not the stored column: a store written before "interrupted" existed says "pending"
+    state = "running" if active else live_state(record, False) if record.runs_by_status else record.state
     return {"id": record.id, "name": record.name, "backend": record.backend, "created_at": record.created_at,
             "updated_at": record.updated_at, "state": state, "partial": partial(state, counts),
             "runs": sum(record.runs_by_status.values()), "runs_by_status": counts, "launched_here": launched_here}
@@ -44,11 +45,33 @@ def live_state(record: ExperimentRecord, active: bool) -> str:
 
 
 def run_summary(run: RunRecord) -> dict:
-    """RunSummary: one run's state, timings, parameters and metrics."""
+    """RunSummary: one run's state, timings, parameters and metrics, and for a failed run the last
+    line of its log (where the cause usually is: ``ModuleNotFoundError: …``)."""
     return {"run_id": run.run_id, "trial_id": run.trial_id, "repeat": run.repeat, "warmup": run.warmup,
             "status": run.status, "exit_code": run.exit_code, "reason": run.reason, "attempts": run.attempts,
             "started_at": run.started_at, "finished_at": run.finished_at, "duration_s": run.duration_s,
-            "params": run.params, "metrics": run.metrics}
+            "params": run.params, "metrics": run.metrics,
+            "log_line": last_log_line(run.log_tail) if run.status in FAILED_STATES else ""}
+
+
+def last_log_line(log_tail: str) -> str:
+    """The last line of a log that is not blank, cut at 300 characters ("" for none)."""
+    line = next((text.strip() for text in reversed(log_tail.splitlines()) if text.strip()), "")
+    return line if len(line) <= 300 else line[:299] + "…"
+
+
+def run_metrics(record: ExperimentRecord, run: RunRecord) -> list[dict]:
+    """A run's metrics in the order people look for them: the spec's declared ones (its order, with
+    their units), then the workload's other metrics, then kubebench's telemetry, each with its unit."""
+    from ..present.numbers import metric_unit
+    from ..rules import is_telemetry
+
+    declared = {str(m["name"]): str(m.get("unit") or "") for m in record.declared_metrics()}
+    names = [n for n in declared if n in run.metrics]
+    rest = sorted(n for n in run.metrics if n not in declared)
+    names += [n for n in rest if not is_telemetry(n)] + [n for n in rest if is_telemetry(n)]
+    return [{"name": n, "value": run.metrics[n], "unit": metric_unit(n, declared.get(n, "")),
+             "declared": n in declared, "telemetry": is_telemetry(n)} for n in names]
 
 
 def metric_list(record: ExperimentRecord, runs: Sequence[RunRecord]) -> list[dict]:
@@ -99,10 +122,33 @@ def experiment_detail(store: Store, experiment_id: str, active: bool, launched_h
     summary = experiment_summary(record, active, launched_here)
     summary["state"] = live_state(record, active)
     summary["partial"] = partial(summary["state"], summary["runs_by_status"])
+    from ..store.series import notes
+
+    annotated = notes(store, [experiment_id]).get(experiment_id, {"note": "", "tags": []})
     return {**summary, "spec_text": record.spec_text, "description": description(record), "metrics": metrics,
             "primary_metric": record.primary_metric(), "swept": swept(runs),
             "trials": trials(runs, [m["name"] for m in metrics]), "runs": [run_summary(r) for r in runs],
-            **cost(runs)}
+            "labels": record.labels, "note": annotated["note"], "tags": annotated["tags"], "source": record.source,
+            "resume": resume_command(record) if summary["state"] == "interrupted" else None,
+            "parallelism": parallelism(record), **cost(runs)}
+
+
+def resume_command(record: ExperimentRecord) -> str:
+    """The command that resumes an experiment (pasted as it is: quoted for a POSIX shell)."""
+    from ..present.listing import resume_command as command
+
+    return command(record.source, record.id)
+
+
+def parallelism(record: ExperimentRecord) -> int:
+    """The runs the spec lets run at once (for the page's estimate of the time left); 1 when unknown."""
+    import yaml
+
+    try:
+        found = (yaml.safe_load(record.spec_text) or {}).get("parallelism", 1)
+    except (yaml.YAMLError, AttributeError):
+        return 1
+    return found if isinstance(found, int) and found > 0 else 1
 
 
 def cost(runs: Sequence[RunRecord]) -> dict:
@@ -192,7 +238,30 @@ def compare_detail(store: Store, a: str, b: str, metric: str | None, threshold: 
     envs_a, envs_b = store.environments(a), store.environments(b)
     if envs_a and envs_b:
         warnings += [f"environments differ: {line}" for line in provenance_differences(envs_a[0][0], envs_b[0][0])]
+    candidate = store.experiment(b)
+    if (base.series or base.name) != (candidate.series or candidate.name):
+        warnings.insert(0, f"different benchmarks: {base.series or base.name} and {candidate.series or candidate.name}: "
+                           "only the trials with equal parameters are compared")
+    from ..present.numbers import metric_unit
+
     unit = next((str(m.get("unit", "")) for m in base.declared_metrics() if m["name"] == name), "")
-    return {"a": a, "b": b, "metric": name, "unit": unit, "goal": goal, "threshold": threshold, "rows": rows,
-            "warnings": warnings, "correction": family_note(compared),
-            "cost": comparison_line(runs_a, runs_b) if compared else None}
+    return {"a": a, "b": b, "metric": name, "unit": metric_unit(name, unit), "goal": goal, "threshold": threshold,
+            "rows": rows, "warnings": warnings, "correction": family_note(compared),
+            "cost": comparison_line(runs_a, runs_b) if compared else None,
+            "a_created_at": base.created_at, "b_created_at": candidate.created_at,
+            "differences": differences(runs_a, runs_b, base.labels, candidate.labels)}
+
+
+def differences(runs_a: Sequence[RunRecord], runs_b: Sequence[RunRecord], labels_a: dict[str, str],
+                labels_b: dict[str, str]) -> list[dict]:
+    """What differs between two experiments besides their runs: each fixed parameter and each label whose
+    value is not the same (``{"kind": "parameter", "name": "slow", "a": 1.0, "b": 1.3}``), as the CLI's
+    "base: slow=1.0 · candidate: slow=1.3" line."""
+    from ..present.studies import experiment_differences
+    from ..present.tables import params_split
+
+    fixed_a, fixed_b = params_split([r.params for r in runs_a])[0], params_split([r.params for r in runs_b])[0]
+    found = [{"kind": "parameter", "name": k, "a": fixed_a.get(k), "b": fixed_b.get(k)}
+             for k in experiment_differences(fixed_a, fixed_b)]
+    return found + [{"kind": "label", "name": k, "a": labels_a.get(k), "b": labels_b.get(k)}
+                    for k in dict.fromkeys([*labels_a, *labels_b]) if labels_a.get(k) != labels_b.get(k)]

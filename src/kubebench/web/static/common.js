@@ -206,22 +206,104 @@ export function fmtDuration(seconds) {
   return `${Math.floor(m / 60)} h ${m % 60} min`;
 }
 
-/** A number with 4 significant digits (plain for integers), "–" when missing. */
+// ---- numbers: one formatter, the same rules as kubebench.present.numbers (the CLI and the report) ----
+const PREFIXES = new Map([[-12, "p"], [-9, "n"], [-6, "µ"], [-3, "m"], [0, ""], [3, "k"], [6, "M"], [9, "G"], [12, "T"], [15, "P"]]);
+const BINARY = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+// units that already carry a prefix (ms, MB, GiB …) or are relative (%): no second prefix
+const PREFIXED = /^(?:[pnuµmkKMGTP]i?(?:s|B|b|Hz|W|J|bit)\b|%)/;
+// base units a prefix joins (µs, GHz); other units are counts per something (8.94 M images/s)
+const ATTACHED = /^(?:s|Hz|W|J|bit|b|FLOP\/s|FLOPS|flop\/s)$/;
+const NAME_UNITS = [[/(^|_)bytes($|_)/, "bytes"], [/(^|_)percent($|_)/, "%"], [/(?<!_per)(_seconds|_secs|_sec|_s)$/, "s"],
+  [/_ms$/, "ms"]];
+const finite = (x) => typeof x === "number" && Number.isFinite(x);
+
+/** The declared unit, else one read from the metric's name (``*_bytes``, ``*_percent*``, ``*_seconds``). */
+export function metricUnit(name, declared = "") {
+  if (declared) return declared;
+  const found = NAME_UNITS.find(([pattern]) => pattern.test(String(name || "")));
+  return found ? found[1] : "";
+}
+
+function plain(value, digits) {
+  if (value === 0) return "0";
+  const decimals = Math.max(0, digits - 1 - Math.floor(Math.log10(Math.abs(value))));
+  return value.toFixed(Math.min(20, decimals));
+}
+
+function binary(value, digits) {
+  let size = Math.abs(value), index = 0;
+  while (size >= 1024 && index < BINARY.length - 1) { size /= 1024; index += 1; }
+  const sign = value < 0 ? "-" : "";
+  if (!index) return `${sign}${plain(size, digits)} B`;
+  return `${sign}${plain(Number(size.toPrecision(digits)), digits)} ${BINARY[index]}`;
+}
+
+/** ``value`` with 3 significant digits, an SI prefix and ``unit`` (``8.94 M images/s``, ``182 µs``,
+ * ``329 MiB``), never scientific notation; "–" when missing. */
+export function fmtSi(value, unit = "", digits = 3) {
+  if (!finite(value)) return value === null || value === undefined || typeof value === "number" ? "–" : String(value);
+  if (unit === "bytes" || unit === "B") return binary(value, digits);
+  const suffix = unit ? ` ${unit}` : "";
+  if (value === 0) return `0${suffix}`;
+  if (PREFIXED.test(unit) || (!unit && Math.abs(value) >= 1e-3 && Math.abs(value) < 1)) return plain(value, digits) + suffix;
+  let exponent = 3 * Math.floor(Math.log10(Math.abs(value)) / 3);
+  let mantissa = Number((value / 10 ** exponent).toPrecision(digits));
+  if (Math.abs(mantissa) >= 1000) { exponent += 3; mantissa /= 1000; }
+  if (!PREFIXES.has(exponent)) return `${value.toExponential(digits - 1)}${suffix}`;
+  const prefix = PREFIXES.get(exponent);
+  if (ATTACHED.test(unit)) return `${plain(mantissa, digits)} ${prefix}${unit}`;
+  return [plain(mantissa, digits), prefix, unit].filter(Boolean).join(" ");
+}
+
+/** :func:`fmtSi` for a column whose header names the unit: the prefix only (``8.94 M``), except for the
+ * units a prefix joins and bytes (``182 µs``, ``322 MiB``). */
+export function fmtShort(value, unit = "") {
+  return fmtSi(value, unit === "bytes" || unit === "B" || ATTACHED.test(unit) ? unit : "");
+}
+
+/** The unit a column header names for :func:`fmtShort` cells ("" for those whose cells carry it). */
+export function headerUnit(unit) {
+  return unit && !(unit === "bytes" || unit === "B" || ATTACHED.test(unit)) ? unit : "";
+}
+
+/** A count (``12``), or any other number as :func:`fmtSi` writes it without a unit; "–" when missing. */
 export function fmtNum(x) {
   if (x === null || x === undefined || Number.isNaN(x)) return "–";
   if (typeof x !== "number") return String(x);
-  if (Number.isInteger(x) && Math.abs(x) < 1e9) return String(x);
-  const a = Math.abs(x);
-  if (a !== 0 && (a >= 1e6 || a < 1e-3)) return x.toExponential(3);
-  return String(Number(x.toPrecision(4)));
+  if (Number.isInteger(x) && Math.abs(x) < 1e4) return String(x);
+  return fmtSi(x);
+}
+
+/** ``0.123`` as ``12.3%``; "–" when missing. */
+export function fmtPercent(x, digits = 1) {
+  return finite(x) ? `${(x * 100).toFixed(digits)}%` : "–";
+}
+
+/** A p-value or ratio with ``digits`` significant digits, never an exponent (``0.00041``). */
+export function fmtPlain(x, digits = 2) {
+  return finite(x) ? plain(Number(x.toPrecision(digits)), digits) : "–";
+}
+
+/** How a chart axis shows values of ``unit`` (kubebench.present.numbers.axis_scale): multiplied by
+ * ``factor``, titled with ``unit`` (``ms`` for seconds below one, ``MiB`` for bytes), SI ticks for counts. */
+export function axisScale(values, unit = "") {
+  const top = Math.max(0, ...values.filter(finite).map(Math.abs));
+  if (unit === "bytes" || unit === "B") {
+    let index = 0, size = top;
+    while (size >= 1024 && index < BINARY.length - 1) { size /= 1024; index += 1; }
+    return { factor: 1024 ** -index, unit: BINARY[index], tickformat: "" };
+  }
+  if (PREFIXED.test(unit) || !top) return { factor: 1, unit, tickformat: "" };
+  if (ATTACHED.test(unit)) {
+    const exponent = Math.max(-12, Math.min(unit === "s" ? 0 : 15, 3 * Math.floor(Math.log10(top) / 3)));
+    return { factor: 10 ** -exponent, unit: PREFIXES.get(exponent) + unit, tickformat: "" };
+  }
+  return { factor: 1, unit, tickformat: top >= 1000 ? "~s" : "" };
 }
 
 export function fmtBytes(n) {
   if (n === null || n === undefined) return "";
-  const units = ["B", "KiB", "MiB", "GiB"];
-  let i = 0;
-  while (n >= 1024 && i < units.length - 1) { n /= 1024; i += 1; }
-  return `${i ? n.toFixed(1) : n} ${units[i]}`;
+  return fmtSi(n, "bytes");
 }
 
 export function fmtParams(params) {
@@ -282,18 +364,25 @@ export function onThemeChange(redraw) {
   if (DARK && DARK.addEventListener) DARK.addEventListener("change", redraw);
 }
 
-export function plotLayout(title, extra = {}) {
+/** A horizontal legend under the chart, in the figure's bottom margin (which Plotly grows to hold it). */
+export const LEGEND_BELOW = { orientation: "h", x: 0, xanchor: "left", yref: "container", y: 0, yanchor: "bottom" };
+
+/** A chart's layout: a short title (and a ``subtitle`` under it for what the marks mean), axes that
+ * make room for their titles, and the legend below the plot area, under the x axis' title, so that it
+ * never covers the plot nor squeezes it (review 2026-12-02 #3, #12). */
+export function plotLayout(title, { subtitle = "", ...extra } = {}) {
   const theme = themeLayout();
   return {
     // left-aligned: the mode bar sits top right and would cover a centred title on a phone
-    title: { text: plotText(title), font: { size: 14 }, x: 0.02, xanchor: "left" },
-    margin: { l: 60, r: 20, t: 56, b: 56 },
+    title: { text: plotText(title), font: { size: 14 }, x: 0.02, xanchor: "left",
+      ...(subtitle ? { subtitle: { text: plotText(subtitle), font: { size: 11, color: themeColours().muted } } } : {}) },
+    margin: { l: 60, r: 20, t: subtitle ? 70 : 56, b: 56 },
     height: 360,
     paper_bgcolor: theme.paper_bgcolor,
     plot_bgcolor: theme.plot_bgcolor,
     font: theme.font,
     modebar: theme.modebar,
-    legend: { orientation: "h", y: -0.22 },
+    legend: LEGEND_BELOW,
     ...extra,
     xaxis: { automargin: true, ...theme.xaxis, ...(extra.xaxis || {}) },
     yaxis: { automargin: true, ...theme.yaxis, ...(extra.yaxis || {}) },

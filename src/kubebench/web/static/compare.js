@@ -1,6 +1,8 @@
 // Compare two experiments: pick A (base) and B (candidate), most recent first with a search; the
 // trials matched by parameters are shown in a table with verdicts and in two charts.
-import { badge, clear, el, fmtNum, fmtTime, fmtValue, getJson, showError } from "./common.js";
+import {
+  badge, clear, el, fmtNum, fmtPlain, fmtShort, fmtSi, fmtTime, fmtValue, getJson, headerUnit, showError,
+} from "./common.js";
 import { compareBars, draw, drawEmpty, ratioChart } from "./plots.js";
 
 const form = document.getElementById("compare-form");
@@ -64,39 +66,62 @@ function rowLabels(rows) {
 // The ratio is of medians (kubebench.analyse.compare): each side shows its median, with its range
 // (min–max) beside it, so that a row adds up: ratio = B median / A median. The mean and its CI are
 // on hover.
-function median(s) {
+function median(s, unit) {
   if (!s || s.median === null || s.median === undefined) return el("span", {}, "–");
-  const range = Number.isFinite(s.min) && Number.isFinite(s.max) && s.n > 1 ? ` [${fmtNum(s.min)}–${fmtNum(s.max)}]` : "";
+  const f = (x) => fmtShort(x, unit);
+  const range = Number.isFinite(s.min) && Number.isFinite(s.max) && s.n > 1 ? ` [${f(s.min)}–${f(s.max)}]` : "";
   const mean = Number.isFinite(s.mean)
-    ? `mean ${fmtNum(s.mean)}${Number.isFinite(s.ci_low) ? `, 95% CI of the mean [${fmtNum(s.ci_low)}, ${fmtNum(s.ci_high)}]` : ""}`
+    ? `mean ${fmtSi(s.mean, unit)}${Number.isFinite(s.ci_low) ? `, 95% CI of the mean [${fmtSi(s.ci_low, unit)}, ${fmtSi(s.ci_high, unit)}]` : ""}`
     : null;
-  return el("span", { title: mean, class: "median" }, fmtNum(s.median), range ? el("span", { class: "muted" }, range) : null);
+  return el("span", { title: mean, class: "median" }, f(s.median), range ? el("span", { class: "muted" }, range) : null);
 }
 
+const pct = (x) => (Number.isFinite(x) ? `${x >= 0 ? "+" : "−"}${Math.abs(x * 100).toFixed(1)}%` : "–");
+
+// The verdict and the change come first: on a phone they are what shows without a swipe (review 2026-12-02 #26).
 function renderTable(result, rows) {
   const table = document.getElementById("compare-table");
-  const unit = result.unit ? ` (${result.unit})` : "";
-  const labels = ["trial", "A n", `A median${unit} [min–max]`, "B n", `B median${unit} [min–max]`, "ratio B/A", "95% CI",
-    "change", "p", "verdict"];
-  const head = el("thead", {}, el("tr", {}, labels.map((label, i) => el("th", {
-    class: i && i < labels.length - 1 ? "num" : null, scope: "col",
-    title: { 2: "median of A's runs; hover a value for the mean and its CI", 4: "median of B's runs; hover a value for the mean and its CI",
-      5: "ratio of the medians, candidate / base", 6: "95% bootstrap CI of the ratio of the medians",
-      7: "relative change, positive = better for the goal", 8: "two-sided Mann–Whitney p-value" }[i] || null }, label))));
+  const shown = headerUnit(result.unit);
+  const unit = shown ? ` (${shown})` : "";
+  const columns = [["trial"], ["verdict", "why: hover, or the reasons under the table"],
+    ["change", "relative change of the medians, positive = better for the goal", true],
+    ["ratio B/A", "ratio of the medians, candidate / base", true], ["95% CI", "95% bootstrap CI of the ratio of the medians", true],
+    ["p", "two-sided Mann–Whitney p-value", true], ["A n", "", true],
+    [`A median${unit} [min–max]`, "median of A's runs; hover a value for the mean and its CI", true], ["B n", "", true],
+    [`B median${unit} [min–max]`, "median of B's runs; hover a value for the mean and its CI", true]];
+  const head = el("thead", {}, el("tr", {}, columns.map(([label, title, num]) => el("th", {
+    class: num ? "num" : null, scope: "col", title: title || null }, label))));
   const body = el("tbody");
   for (const row of rows) {
-    const ci = Number.isFinite(row.ci_low) && Number.isFinite(row.ci_high) ? `[${fmtNum(row.ci_low)}, ${fmtNum(row.ci_high)}]` : "–";
+    const ci = Number.isFinite(row.ci_low) && Number.isFinite(row.ci_high) ? `[${fmtPlain(row.ci_low, 3)}, ${fmtPlain(row.ci_high, 3)}]` : "–";
     body.append(el("tr", { dataset: { verdict: row.verdict || "" } },
       el("td", {}, row.label),
-      el("td", { class: "num" }, fmtNum(row.a && row.a.n)), el("td", { class: "num a-median" }, median(row.a)),
-      el("td", { class: "num" }, fmtNum(row.b && row.b.n)), el("td", { class: "num b-median" }, median(row.b)),
-      el("td", { class: "num" }, fmtNum(row.ratio)), el("td", { class: "num" }, ci),
-      el("td", { class: "num" }, Number.isFinite(row.change) ? `${row.change >= 0 ? "+" : ""}${(row.change * 100).toFixed(1)}%` : "–"),
-      el("td", { class: "num" }, fmtNum(row.p_value)),
-      el("td", { title: row.reason || null }, badge(row.verdict || "–"))));
+      el("td", { title: row.reason || null, class: "verdict" }, badge(row.verdict || "–")),
+      el("td", { class: "num change" }, pct(row.change)),
+      el("td", { class: "num" }, fmtPlain(row.ratio, 3)), el("td", { class: "num" }, ci),
+      el("td", { class: "num" }, fmtPlain(row.p_value)),
+      el("td", { class: "num" }, fmtNum(row.a && row.a.n)), el("td", { class: "num a-median" }, median(row.a, result.unit)),
+      el("td", { class: "num" }, fmtNum(row.b && row.b.n)), el("td", { class: "num b-median" }, median(row.b, result.unit))));
   }
-  if (!rows.length) body.append(el("tr", { class: "placeholder" }, el("td", { colspan: labels.length }, "No trials in common.")));
+  if (!rows.length) body.append(el("tr", { class: "placeholder" }, el("td", { colspan: columns.length }, "No trials in common.")));
   table.replaceChildren(head, body);
+}
+
+/** Why each trial is inconclusive (or missing), as the CLI prints it under its table. */
+function renderReasons(rows) {
+  const list = document.getElementById("compare-reasons");
+  const unclear = rows.filter((r) => r.reason && r.verdict !== "improved" && r.verdict !== "regressed" && r.verdict !== "unchanged");
+  list.replaceChildren(...unclear.map((r) => el("li", { dataset: { verdict: r.verdict } }, el("strong", {}, r.label), `: ${r.reason}`)));
+  list.hidden = !unclear.length;
+}
+
+/** What differs between A and B besides their runs: fixed parameters and labels ("slow: 1.0 → 1.3"). */
+function renderDifferences(result) {
+  const line = document.getElementById("compare-differences");
+  const items = (result.differences || []).map((d) => `${d.kind === "label" ? "label " : ""}${d.name}: ` +
+    `${d.a === null || d.a === undefined ? "unset" : fmtValue(d.a)} → ${d.b === null || d.b === undefined ? "unset" : fmtValue(d.b)}`);
+  line.textContent = items.length ? `A → B: ${items.join(" · ")}` : "";
+  line.hidden = !items.length;
 }
 
 async function compare() {
@@ -126,6 +151,9 @@ async function compare() {
     warnings.append(...(result.warnings || []).map((w) => el("li", {}, w)));
     warnings.hidden = !(result.warnings || []).length;
     renderTable(result, rows);
+    renderReasons(rows);
+    renderDifferences(result);
+    document.getElementById("compare-older").hidden = !(result.a_created_at > result.b_created_at);
     section.hidden = false;
     section.dataset.ready = "1";
     const chart = document.getElementById("compare-chart");
@@ -140,6 +168,13 @@ async function compare() {
 }
 
 form.addEventListener("submit", (event) => { event.preventDefault(); compare(); });
+document.getElementById("compare-swap").addEventListener("click", () => {
+  const a = selectA.value;
+  selectA.value = selectB.value;
+  selectB.value = a;
+  selectB.dataset.touched = "1";
+  loadMetrics().then(compare);
+});
 selectA.addEventListener("change", loadMetrics);
 selectB.addEventListener("change", () => { selectB.dataset.touched = "1"; });
 search.addEventListener("input", () => {

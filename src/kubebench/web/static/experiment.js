@@ -1,8 +1,8 @@
 // One experiment: live progress (server-sent events, polling as a fallback), cancel, trials with
 // statistics, plots, runs and the spec.
 import {
-  badge, clear, el, fmtDuration, fmtNum, fmtTime, fmtValue, getJson, pageConfig, progressBar, send, setStateBadge,
-  showError, showFlash, sortableHead,
+  badge, clear, el, fmtDuration, fmtNum, fmtPercent, fmtShort, fmtSi, fmtTime, fmtValue, getJson, headerUnit, metricUnit,
+  pageConfig, progressBar, send, setStateBadge, showError, showFlash, sortableHead,
 } from "./common.js";
 import { SCALING, distributions, draw, drawEmpty, metricVsParameter, plotBox, pointLabel, scalingCurve } from "./plots.js";
 
@@ -32,6 +32,7 @@ function render(exp) {
   document.getElementById("exp-name").textContent = exp.name;
   document.getElementById("exp-meta").textContent =
     `${exp.backend} · created ${fmtTime(exp.created_at)} · updated ${fmtTime(exp.updated_at)}`;
+  renderContext(exp);
   const description = document.getElementById("exp-description");
   description.textContent = exp.description || "";
   description.hidden = !exp.description;
@@ -39,6 +40,9 @@ function render(exp) {
   cost.textContent = exp.cost ? `Cost (median of the runs): ${exp.cost}` : "";
   cost.hidden = !exp.cost;
   showProgress(exp);
+  showEta(exp);
+  renderResume(exp);
+  renderFailures(exp);
   fillMetrics(exp);
   renderTrials(exp, metric());
   renderRuns(exp, metric());
@@ -48,6 +52,54 @@ function render(exp) {
   drawServing(exp);
   if (isLive(exp) && !events && !polling) follow();
   root.dataset.ready = "1";
+}
+
+/** Labels (version, commit), tags and the note: the context people add, shown where they look. */
+function renderContext(exp) {
+  const context = document.getElementById("exp-context");
+  const labels = Object.entries(exp.labels || {}).map(([k, v]) => el("span", { class: "chip label", dataset: { label: k } }, `${k}=${v}`));
+  const tags = (exp.tags || []).map((t) => el("span", { class: "chip tag", dataset: { tag: t } }, `#${t}`));
+  context.replaceChildren(...labels, ...tags);
+  context.hidden = !(labels.length || tags.length);
+  const note = document.getElementById("exp-note");
+  note.textContent = exp.note || "";
+  note.hidden = !exp.note;
+}
+
+/** The time left, from the runs that ended: their median duration × the runs left ÷ the runs in flight. */
+function showEta(exp) {
+  const line = document.getElementById("exp-eta");
+  const counts = exp.runs_by_status || {};
+  const left = (counts.pending || 0) + (counts.running || 0);
+  const ended = exp.runs.filter((r) => r.status === "succeeded" || r.status === "failed").map((r) => r.duration_s)
+    .filter(Number.isFinite).sort((a, b) => a - b);
+  const live = exp.state === "running";
+  line.hidden = !(live && left && ended.length);
+  if (line.hidden) return;
+  const typical = ended[ended.length >> 1];
+  const width = Math.max(1, Math.min(exp.parallelism || 1, left));
+  line.textContent = `about ${fmtDuration((typical * left) / width)} left (${left} runs at ${fmtDuration(typical)} each, ${width} at a time)`;
+}
+
+/** An interrupted experiment: the command that resumes it, to paste where its spec is. */
+function renderResume(exp) {
+  const box = document.getElementById("exp-resume");
+  box.hidden = !exp.resume;
+  document.getElementById("exp-resume-command").textContent = exp.resume || "";
+}
+
+/** Failed runs: how many, the last line of the latest one's log (where the cause usually is), and where to read more. */
+function renderFailures(exp) {
+  const box = document.getElementById("exp-failures");
+  const failed = exp.runs.filter((r) => r.status === "failed" || r.status === "timeout");
+  box.hidden = !failed.length;
+  if (!failed.length) return;
+  const latest = failed.reduce((a, b) => ((b.finished_at || 0) > (a.finished_at || 0) ? b : a));
+  box.replaceChildren(el("p", {}, el("strong", {}, `${failed.length} failed run${failed.length === 1 ? "" : "s"}`),
+    `: ${latest.reason || "no reason recorded"}`),
+  latest.log_line ? el("pre", { class: "code log-line" }, latest.log_line) : null,
+  el("p", { class: "muted" }, "The whole log: ", el("a", { href: `/runs/${encodeURIComponent(latest.run_id)}` }, latest.run_id),
+    ", or ", el("code", {}, `kubebench show ${exp.id}`), "."));
 }
 
 function isLive(exp) {
@@ -142,8 +194,14 @@ function metricInfo(exp, name) {
   return exp.metrics.find((m) => m.name === name) || { name, goal: "maximize" };
 }
 
+/** The unit of a metric: declared by the spec, else read from its name (``*_bytes``, ``*_seconds``). */
 function unitOf(exp, name) {
-  const unit = metricInfo(exp, name).unit;
+  return metricUnit(name, metricInfo(exp, name).unit);
+}
+
+/** `` (images/s)`` after a column's name when its cells leave the unit to the header. */
+function inHeader(exp, name) {
+  const unit = headerUnit(unitOf(exp, name));
   return unit ? ` (${unit})` : "";
 }
 
@@ -169,8 +227,9 @@ function renderTrials(exp, name) {
   const cancelled = exp.trials.some((t) => t.cancelled);
   const columns = [{ label: "#", num: true }, ...swept.map((p) => ({ label: p })),
     { label: "runs", num: true, title: "the trial's counted runs (warm-up runs excluded), whatever their state" },
-    { label: "n", num: true, title: "runs that gave a value of this metric (the statistics are over these)" },
-    { label: name ? `${name}${unitOf(exp, name)} mean ± CI` : "mean ± CI", num: true,
+    // not "n": a parameter may be called n (review 2026-12-02 #29)
+    { label: "ok runs", num: true, title: "runs that gave a value of this metric (the statistics are over these)" },
+    { label: name ? `${name}${inHeader(exp, name)} mean ± CI` : "mean ± CI", num: true,
       title: "mean ± half the 95% confidence interval (Student t); no interval below 2 values" },
     { label: "median", num: true }, { label: "CV", num: true, title: "coefficient of variation: stdev / mean" },
     { label: "min", num: true }, { label: "max", num: true },
@@ -178,6 +237,8 @@ function renderTrials(exp, name) {
     ...(exp.cost_columns || []).map((c) => ({ label: c.heading, num: true, title: `median ${c.name} of the trial's runs` })),
     ...(cancelled ? [{ label: "cancelled", num: true, title: "runs cancelled (most never started)" }] : [])];
   const body = el("tbody");
+  const unit = name ? unitOf(exp, name) : "";
+  const num = (x) => fmtShort(x, unit);
   for (const trial of exp.trials) {
     const s = (name && trial.summary && trial.summary[name]) || {};
     const half = Number.isFinite(s.ci_high) && Number.isFinite(s.ci_low) ? (s.ci_high - s.ci_low) / 2 : null;
@@ -186,12 +247,12 @@ function renderTrials(exp, name) {
       swept.map((p) => el("td", {}, fmtValue(trial.params[p]))),
       el("td", { class: "num" }, String(trial.runs)),
       el("td", { class: "num" }, fmtNum(s.n)),
-      el("td", { class: "num", "data-sort": s.mean ?? "", title: half === null ? null : `95% CI [${fmtNum(s.ci_low)}, ${fmtNum(s.ci_high)}]` },
-        half === null ? fmtNum(s.mean) : `${fmtNum(s.mean)} ± ${fmtNum(half)}`),
-      el("td", { class: "num" }, fmtNum(s.median)),
-      el("td", { class: "num", "data-sort": s.cv ?? "" }, Number.isFinite(s.cv) ? `${(s.cv * 100).toFixed(1)}%` : "–"),
-      el("td", { class: "num" }, fmtNum(s.min)),
-      el("td", { class: "num" }, fmtNum(s.max)),
+      el("td", { class: "num", "data-sort": s.mean ?? "", title: half === null ? null : `95% CI [${fmtSi(s.ci_low, unit)}, ${fmtSi(s.ci_high, unit)}]` },
+        half === null ? num(s.mean) : `${num(s.mean)} ± ${num(half)}`),
+      el("td", { class: "num", "data-sort": s.median ?? "" }, num(s.median)),
+      el("td", { class: "num", "data-sort": s.cv ?? "" }, fmtPercent(s.cv)),
+      el("td", { class: "num", "data-sort": s.min ?? "" }, num(s.min)),
+      el("td", { class: "num", "data-sort": s.max ?? "" }, num(s.max)),
       el("td", { class: `num${trial.failed ? " bad" : ""}` }, String(trial.failed)),
       (exp.cost_columns || []).map((c) => el("td", { class: "num", dataset: { cost: c.name } },
         fmtUsd(((trial.summary || {})[c.name] || {}).median))),
@@ -217,7 +278,7 @@ function renderRuns(exp, name) {
   const swept = exp.swept || [];
   const columns = [{ label: "run" }, { label: "trial" }, { label: "repeat", num: true }, { label: "status" },
     { label: "attempts", num: true }, { label: "started" }, { label: "duration", num: true }, { label: "exit", num: true },
-    { label: name || "metric", num: true }, { label: "reason" }];
+    { label: name ? `${name}${inHeader(exp, name)}` : "metric", num: true }, { label: "reason" }];
   const body = el("tbody");
   for (const run of exp.runs) {
     const value = name && run.metrics ? run.metrics[name] : undefined;
@@ -230,8 +291,9 @@ function renderRuns(exp, name) {
       el("td", { "data-sort": run.started_at ?? "" }, fmtTime(run.started_at)),
       el("td", { class: "num", "data-sort": run.duration_s ?? "" }, fmtDuration(run.duration_s)),
       el("td", { class: "num" }, run.exit_code === null || run.exit_code === undefined ? "–" : String(run.exit_code)),
-      el("td", { class: "num", "data-sort": value ?? "" }, fmtNum(value)),
-      el("td", { class: "reason" }, run.reason || "")));
+      el("td", { class: "num", "data-sort": value ?? "" }, name ? fmtShort(value, unitOf(exp, name)) : "–"),
+      el("td", { class: "reason" }, run.reason || "",
+        run.log_line ? el("div", { class: "log-line muted", title: "the last line of its log" }, run.log_line) : null)));
   }
   if (!exp.runs.length) body.append(el("tr", { class: "placeholder" }, el("td", { colspan: columns.length }, "No runs.")));
   table.replaceChildren(sortableHead(table, columns), body);
@@ -263,14 +325,14 @@ async function drawPlots(exp, name) {
     const boxes = swept.map((parameter) => plotBox(group, `plot-param-${parameter.replace(/[^a-zA-Z0-9_-]/g, "_")}`));
     for (const [i, parameter] of swept.entries()) {
       boxes[i].dataset.param = parameter;
-      const figure = metricVsParameter(exp.trials, swept, parameter, name, info.unit);
+      const figure = metricVsParameter(exp.trials, swept, parameter, name, unitOf(exp, name));
       if (figure) await draw(boxes[i], figure); else drawEmpty(boxes[i], `${name} vs ${parameter}: ${empty}`);
     }
-    const dist = distributions(exp.trials, exp.runs, swept, name, info.unit);
+    const dist = distributions(exp.trials, exp.runs, swept, name, unitOf(exp, name));
     const distBox = document.getElementById("plot-dist");
     if (dist) await draw(distBox, dist); else drawEmpty(distBox, `${name} per trial: ${empty}`);
     const scaling = swept.find((p) => SCALING.test(p));
-    const figure = scaling ? scalingCurve(exp.trials, swept, scaling, name, info.goal, info.unit) : null;
+    const figure = scaling ? scalingCurve(exp.trials, swept, scaling, name, info.goal, unitOf(exp, name)) : null;
     const scalingBox = document.getElementById("plot-scaling");
     scalingBox.hidden = !figure;
     if (figure) await draw(scalingBox, figure);
@@ -314,7 +376,8 @@ async function drawServing(exp) {
     const boxes = view.figures.map((_, i) => plotBox(plots, `serving-plot-${i}`));
     for (const [i, figure] of view.figures.entries()) {
       const { template, ...layout } = figure.layout; // the page's theme, not plotly's default template
-      await draw(boxes[i], { data: figure.data, layout: { ...layout, height: 400 } });
+      // the legend's room is made by draw() for the box's width; the report's margin is for a wide page
+      await draw(boxes[i], { data: figure.data, layout: { ...layout, height: 380, margin: { ...layout.margin, b: 56 } } });
     }
     plots.dataset.rendered = "1";
   } catch (error) {

@@ -5,7 +5,7 @@ import {
 } from "./common.js";
 
 const FILTERS = ["q", "name", "state", "backend", "since", "until"];
-const STATES = ["running", "pending", "succeeded", "failed", "cancelled"];
+const STATES = ["running", "pending", "interrupted", "succeeded", "failed", "cancelled"];
 const PAGE = 50;
 const POLL_MS = 2000; // while an experiment on the page runs
 const IDLE_POLL_MS = 15000; // otherwise: experiments started elsewhere (the CLI) show up too

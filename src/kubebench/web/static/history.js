@@ -1,6 +1,6 @@
 // A series' history: the changes found (a table) and the medians per trial with CI bands (SVG),
 // from /api/history/<series> — the same analysis as `kubebench history`.
-import { el, fmtNum, fmtParams, fmtTime, getJson, showError, takePrefetched } from "./common.js";
+import { el, fmtParams, fmtPlain, fmtTime, getJson, showError, takePrefetched } from "./common.js";
 import { drawHistory } from "./history_chart.js";
 import { drawEmpty } from "./plots.js";
 
@@ -39,7 +39,7 @@ function renderChanges(result) {
         el("td", {}, fmtTime(c.created_at)), el("td", { title: c.environment.join("\n") }, c.between),
         el("td", { class: "num" }, pct(c.change)),
         el("td", { class: "num" }, c.change_ci[0] === null ? "–" : `${pct(c.change_ci[0])} … ${pct(c.change_ci[1])}`),
-        el("td", { class: "num" }, c.p_value === null ? "–" : fmtNum(c.p_value)),
+        el("td", { class: "num" }, fmtPlain(c.p_value)),
         el("td", {}, el("span", { class: `badge ${c.accepted ? "succeeded" : c.verdict === "regressed" ? "failed" : "succeeded"}` }, verdict))));
     }
   }

@@ -1,6 +1,8 @@
 // Plotly figures of the dashboard (the same ones as `kubebench report`): metric versus each swept
 // parameter with 95% CI bars, per-trial distributions, scaling curve, comparison and telemetry charts.
-import { PLOT_CONFIG, el, fmtValue, loadPlotly, onThemeChange, plotLayout, plotText, themeColours, themeLayout } from "./common.js";
+import {
+  PLOT_CONFIG, axisScale, el, fmtValue, loadPlotly, onThemeChange, plotLayout, plotText, themeColours, themeLayout,
+} from "./common.js";
 
 // Plotly's default colours, so that a measured line and its ideal line share one colour.
 const COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
@@ -15,36 +17,45 @@ export function pointLabel(params, swept, skip = null) {
   return names.map((k) => `${k}=${fmtValue(params[k])}`).join(", ") || "all";
 }
 
-/** Error bars of the 95% CIs. A point without a CI (n < 2) gets no bar: NaN on both sides is
- * Plotly's "no bar" (0 or null would draw one, and ``mean - null`` is a bar down to 0). For a metric
- * whose values are all positive, the lower arm stops at 0 (``clipped`` says whether one did). */
-export function ciBars(stats) {
+/** Error bars of the 95% CIs, in axis units (values × ``factor``). A point without a CI (n < 2) gets no
+ * bar: NaN on both sides is Plotly's "no bar" (0 or null would draw one). For a metric whose values are
+ * all positive, a CI reaching below zero says only that n is too small (the CLI's "n too small"): it
+ * gets no bar either (a whisker from 0 to 5000 around 1000 set the axis and hid the other trials), and
+ * ``tooSmall`` marks its point, drawn open. */
+export function ciBars(stats, factor = 1) {
   const known = (s) => isNumber(s.mean) && isNumber(s.ci_low) && isNumber(s.ci_high);
   const positive = stats.every((s) => !isNumber(s.min) || s.min >= 0);
-  let clipped = false;
-  const lower = (s) => {
-    if (!known(s)) return NaN;
-    const arm = Math.max(0, s.mean - s.ci_low);
-    if (positive && arm > s.mean) { clipped = true; return Math.max(0, s.mean); }
-    return arm;
-  };
-  const arrayminus = stats.map(lower);
+  const tooSmall = stats.map((s) => positive && known(s) && s.ci_low < 0);
+  const bar = (s, i, arm) => (known(s) && !tooSmall[i] ? Math.max(0, arm(s)) * factor : NaN);
   return {
     type: "data", symmetric: false, visible: true, thickness: 1.5, width: 5,
-    array: stats.map((s) => (known(s) ? Math.max(0, s.ci_high - s.mean) : NaN)),
-    arrayminus, clipped,
+    array: stats.map((s, i) => bar(s, i, (x) => x.ci_high - x.mean)),
+    arrayminus: stats.map((s, i) => bar(s, i, (x) => x.mean - x.ci_low)),
+    tooSmall,
   };
 }
 
-/** The y axis title of a chart of means with CIs. */
-function meanTitle(metric, unit, bars) {
-  const cut = bars.some((b) => b.clipped) ? ", cut at 0" : "";
-  return plotText(`${metric}${unit ? ` (${unit})` : ""}, mean ± 95% CI${cut}`);
+/** The chart's subtitle: what the points and bars are, and what an open point means. */
+function meanSubtitle(bars) {
+  const open = bars.some((b) => b.tooSmall.some(Boolean)) ? "; open points: n too small for a CI (add repeats)" : "";
+  return `mean ± 95% CI of the runs${open}`;
 }
 
-/** Plotly takes only its own keys: the ``clipped`` mark stays with us. */
-function plotlyBars({ clipped, ...bars }) {
+/** Plotly takes only its own keys: the ``tooSmall`` marks stay with us. */
+function plotlyBars({ tooSmall, ...bars }) {
   return bars;
+}
+
+/** Markers of a line: filled, open where n is too small for a CI. */
+function markers(bars) {
+  return { symbol: bars.tooSmall.map((small) => (small ? "circle-open" : "circle")), size: 8 };
+}
+
+/** An axis of ``values`` in ``unit``: the scale, and the layout keys of its title and ticks. */
+function yAxis(values, metric, unit) {
+  const scale = axisScale(values, unit);
+  return { scale, axis: { title: { text: plotText(scale.unit ? `${metric} (${scale.unit})` : metric) },
+    ...(scale.tickformat ? { tickformat: scale.tickformat } : {}) } };
 }
 
 /** Trials grouped into lines by the other swept parameters, sorted along ``parameter``. */
@@ -69,18 +80,20 @@ function linesAlong(trials, swept, parameter, metric) {
 export function metricVsParameter(trials, swept, parameter, metric, unit) {
   const { lines, numeric } = linesAlong(trials, swept, parameter, metric);
   if (!lines.size) return null;
-  const bars = [...lines.values()].map((points) => ciBars(points.map((p) => p.stats)));
+  const { scale, axis } = yAxis([...lines.values()].flat().map((p) => p.stats.mean), metric, unit);
+  const bars = [...lines.values()].map((points) => ciBars(points.map((p) => p.stats), scale.factor));
   const data = [...lines.entries()].map(([name, points], i) => ({
     type: "scatter", mode: "lines+markers", name: plotText(name),
     x: points.map((p) => (numeric ? p.x : plotText(fmtValue(p.x)))),
-    y: points.map((p) => p.stats.mean),
-    error_y: plotlyBars(bars[i]),
+    y: points.map((p) => p.stats.mean * scale.factor),
+    error_y: plotlyBars(bars[i]), marker: markers(bars[i]),
   }));
   const values = [...new Set([...lines.values()].flat().map((p) => p.x))];
   const ticks = numeric && values.length <= 12 ? { tickvals: values } : {}; // the swept values, not 1.2, 1.4…
   const layout = plotLayout(`${metric} vs ${parameter}`, {
+    subtitle: meanSubtitle(bars),
     xaxis: { title: { text: plotText(parameter) }, type: numeric ? "linear" : "category", ...ticks },
-    yaxis: { title: { text: meanTitle(metric, unit, bars) } },
+    yaxis: axis,
     showlegend: lines.size > 1,
   });
   return { data, layout };
@@ -96,14 +109,14 @@ export function distributions(trials, runs, swept, metric, unit) {
     byTrial.get(run.trial_id).push(value);
   }
   if (!byTrial.size) return null;
+  const { scale, axis } = yAxis([...byTrial.values()].flat(), metric, unit);
   const data = trials.filter((t) => byTrial.has(t.trial_id)).map((trial) => ({
     type: "box", boxpoints: "all", jitter: 0.4, pointpos: 0, boxmean: true,
     name: plotText(swept.length ? pointLabel(trial.params, swept) : `trial ${trial.index}`),
-    y: byTrial.get(trial.trial_id),
+    y: byTrial.get(trial.trial_id).map((v) => v * scale.factor),
   }));
-  const layout = plotLayout(`${metric} per trial (every run)`, {
-    yaxis: { title: { text: plotText(`${metric}${unit ? ` (${unit})` : ""}`) } }, showlegend: false,
-  });
+  const layout = plotLayout(`${metric} per trial`, { subtitle: "every run; the box: quartiles, the dashed line: the mean",
+    yaxis: axis, showlegend: false });
   return { data, layout };
 }
 
@@ -111,27 +124,29 @@ export function distributions(trials, runs, swept, metric, unit) {
 export function scalingCurve(trials, swept, parameter, metric, goal, unit = "") {
   const { lines, numeric } = linesAlong(trials, swept, parameter, metric);
   if (!numeric) return null;
+  const { scale, axis } = yAxis([...lines.values()].flat().map((p) => p.stats.mean), metric, unit);
   const data = [];
   const bars = [];
   for (const [name, points] of lines.entries()) {
     if (points.length < 2) continue;
-    bars.push(ciBars(points.map((p) => p.stats)));
+    bars.push(ciBars(points.map((p) => p.stats), scale.factor));
     const color = COLOURS[(data.length / 2) % COLOURS.length];
     const base = points[0];
     const ideal = points.map((p) => (goal === "minimize" ? (base.stats.mean * base.x) / p.x : (base.stats.mean * p.x) / base.x));
     const label = lines.size > 1 ? `${name}: ` : "";
     data.push({ type: "scatter", mode: "lines+markers", name: plotText(`${label}measured`), x: points.map((p) => p.x),
-      line: { color }, marker: { color },
-      y: points.map((p) => p.stats.mean), error_y: plotlyBars(bars[bars.length - 1]),
+      line: { color }, marker: { color, ...markers(bars[bars.length - 1]) },
+      y: points.map((p) => p.stats.mean * scale.factor), error_y: plotlyBars(bars[bars.length - 1]),
       customdata: points.map((p, i) => ideal[i] ? (goal === "minimize" ? ideal[i] / p.stats.mean : p.stats.mean / ideal[i]) : null),
-      hovertemplate: "%{x}: %{y:.4g} (efficiency %{customdata:.0%})<extra></extra>" });
-    data.push({ type: "scatter", mode: "lines", name: plotText(`${label}ideal`), x: points.map((p) => p.x), y: ideal,
-      line: { dash: "dash", width: 1, color }, hoverinfo: "skip" });
+      hovertemplate: "%{x}: %{y:.3s} (efficiency %{customdata:.0%})<extra></extra>" });
+    data.push({ type: "scatter", mode: "lines", name: plotText(`${label}ideal`), x: points.map((p) => p.x),
+      y: ideal.map((v) => v * scale.factor), line: { dash: "dash", width: 1, color }, hoverinfo: "skip" });
   }
   if (!data.length) return null;
   const layout = plotLayout(`Scaling: ${metric} vs ${parameter}`, {
+    subtitle: meanSubtitle(bars),
     xaxis: { title: { text: plotText(parameter) }, type: "linear", tickvals: [...new Set([...lines.values()].flat().map((p) => p.x))] },
-    yaxis: { title: { text: meanTitle(metric, unit, bars) } },
+    yaxis: axis,
   });
   return { data, layout };
 }
@@ -139,17 +154,19 @@ export function scalingCurve(trials, swept, parameter, metric, goal, unit = "") 
 /** The medians of A and B per matched trial (the statistic the ratio is of), bars from min to max. */
 export function compareBars(rows, metric, labels, unit = "") {
   const x = rows.map((r) => plotText(r.label));
+  const { scale, axis } = yAxis(rows.flatMap((r) => [r.a && r.a.max, r.b && r.b.max]), metric, unit);
+  const f = scale.factor;
   const side = (key, name) => ({
     type: "bar", name: plotText(name), x,
-    y: rows.map((r) => (r[key] && isNumber(r[key].median) ? r[key].median : null)),
+    y: rows.map((r) => (r[key] && isNumber(r[key].median) ? r[key].median * f : null)),
     error_y: { type: "data", symmetric: false, visible: true, thickness: 1.5, width: 5, color: themeColours().muted,
-      array: rows.map((r) => (r[key] && isNumber(r[key].max) ? r[key].max - r[key].median : NaN)),
-      arrayminus: rows.map((r) => (r[key] && isNumber(r[key].min) ? r[key].median - r[key].min : NaN)) },
-    hovertemplate: "%{x}: median %{y:.4g}<extra>%{fullData.name}</extra>",
+      array: rows.map((r) => (r[key] && isNumber(r[key].max) ? (r[key].max - r[key].median) * f : NaN)),
+      arrayminus: rows.map((r) => (r[key] && isNumber(r[key].min) ? (r[key].median - r[key].min) * f : NaN)) },
+    hovertemplate: "%{x}: median %{y:.3s}<extra>%{fullData.name}</extra>",
   });
   const data = [side("a", labels[0]), side("b", labels[1])];
-  const layout = plotLayout(`${metric}: median of A and B (bars: min–max)`, { barmode: "group", xaxis: { type: "category" },
-    yaxis: { title: { text: plotText(`${metric}${unit ? ` (${unit})` : ""}, median`) } } });
+  const layout = plotLayout(`${metric}: median of A and B`, { subtitle: "bars: min–max of the runs", barmode: "group",
+    xaxis: { type: "category" }, yaxis: axis });
   return { data, layout };
 }
 
@@ -175,20 +192,42 @@ export function ratioChart(rows, metric, threshold) {
     shapes.unshift({ type: "rect", xref: "paper", x0: 0, x1: 1, y0: 1 - threshold, y1: 1 + threshold, layer: "below",
       line: { width: 0 }, fillcolor: themeColours().dark ? "rgba(124,180,255,0.12)" : "rgba(37,99,235,0.08)" });
   }
-  const band = isNumber(threshold) ? ` (band: ±${+(threshold * 100).toFixed(2)}%)` : "";
-  const layout = plotLayout(`${metric}: ratio of medians B / A, 95% CI`, {
-    xaxis: { type: "category" }, yaxis: { title: { text: plotText(`ratio B / A${band}`) } }, showlegend: false, shapes,
+  const band = isNumber(threshold) ? `; band: ±${+(threshold * 100).toFixed(2)}%, no change that matters` : "";
+  const layout = plotLayout(`${metric}: B / A`, { subtitle: `ratio of the medians with its 95% CI${band}`,
+    xaxis: { type: "category" }, yaxis: { title: { text: "ratio B / A" } }, showlegend: false, shapes,
   });
   return { data, layout };
 }
 
-/** One line chart per telemetry series, time in seconds from the first sample. */
-export function telemetryChart(name, points) {
+/** One line chart per telemetry series, time in seconds from the first sample, values in the unit
+ * its name gives (``memory_rss_bytes`` in MiB or GiB, ``cpu_percent`` in %). */
+export function telemetryChart(name, points, unit = "") {
   const t0 = points.length ? points[0][0] : 0;
+  const { scale, axis } = yAxis(points.map((p) => p[1]), "", unit);
   const data = [{ type: "scatter", mode: points.length < 40 ? "lines+markers" : "lines", name: plotText(name),
-    x: points.map((p) => p[0] - t0), y: points.map((p) => p[1]) }];
+    x: points.map((p) => p[0] - t0), y: points.map((p) => p[1] * scale.factor) }];
   const layout = plotLayout(name, { height: 260, margin: { l: 60, r: 20, t: 40, b: 44 },
-    xaxis: { title: { text: "time (s)" } }, yaxis: { exponentformat: "SI" }, showlegend: false });
+    xaxis: { title: { text: "time (s)" } }, yaxis: { ...axis, title: { text: plotText(scale.unit) } }, showlegend: false });
+  return { data, layout };
+}
+
+/** Each step's time in order, the warm-up MSER-5 detected shaded, and the steady mean as a line. */
+export function stepTimesChart(steps, warmup, steady) {
+  const { scale, axis } = yAxis(steps, "step time", "s");
+  const data = [{ type: "scatter", mode: steps.length < 200 ? "lines+markers" : "lines", name: "step time",
+    x: steps.map((_, i) => i), y: steps.map((v) => v * scale.factor), marker: { size: 4 } }];
+  const shapes = [];
+  if (isNumber(warmup) && warmup > 0) {
+    shapes.push({ type: "rect", xref: "x", yref: "paper", x0: -0.5, x1: warmup - 0.5, y0: 0, y1: 1, layer: "below",
+      line: { width: 0 }, fillcolor: themeColours().dark ? "rgba(255,200,80,0.12)" : "rgba(240,160,0,0.12)" });
+  }
+  if (isNumber(steady)) {
+    data.push({ type: "scatter", mode: "lines", name: "steady mean", x: [isNumber(warmup) ? warmup : 0, steps.length - 1],
+      y: [steady * scale.factor, steady * scale.factor], line: { dash: "dash", width: 1.5 } });
+  }
+  const cut = isNumber(warmup) ? `; shaded: the ${warmup} warm-up steps MSER-5 cut` : "";
+  const layout = plotLayout("step time per step", { subtitle: `every step${cut}`, shapes, showlegend: data.length > 1,
+    xaxis: { title: { text: "step" } }, yaxis: axis });
   return { data, layout };
 }
 
@@ -203,12 +242,30 @@ export async function draw(node, figure) {
     node.classList.remove("empty");
     delete node.dataset.empty;
   }
+  const layout = fitLegend(figure, node.clientWidth || 600);
   // a responsive plot fills its box: the box needs the figure's height, or it collapses
-  node.style.height = `${figure.layout.height}px`;
+  node.style.height = `${layout.height}px`;
   node.setAttribute("role", "figure");
   node.setAttribute("aria-label", `Chart: ${unescape(figure.layout.title.text)}`);
-  await Plotly.react(node, figure.data, figure.layout, PLOT_CONFIG);
+  await Plotly.react(node, figure.data, layout, PLOT_CONFIG);
   node.dataset.rendered = "1";
+}
+
+/** Room for a legend below the chart (``LEGEND_BELOW``): entries of one width, as many rows as the
+ * box's width needs, and the figure's bottom margin and height grown by those rows, so that on a
+ * phone the legend neither covers the plot nor its x axis' title (review 2026-12-02 #3). */
+export function fitLegend(figure, width) {
+  const { layout } = figure;
+  const names = figure.data.filter((t) => t.showlegend !== false && t.name !== undefined).map((t) => unescape(t.name));
+  const shown = layout.showlegend === true || (layout.showlegend !== false && names.length > 1);
+  if (!layout.legend || layout.legend.yref !== "container" || !shown || !names.length) return layout;
+  const entry = Math.min(width - 24, Math.max(...names.map((n) => n.length)) * 6.6 + 46);
+  const rows = Math.ceil(names.length / Math.max(1, Math.floor((width - 24) / entry)));
+  const extra = rows * 19 + 10;
+  const margin = { ...(layout.margin || {}) };
+  margin.b = (margin.b ?? 56) + extra;
+  return { ...layout, margin, height: (layout.height || 360) + extra,
+    legend: { ...layout.legend, entrywidth: entry, entrywidthmode: "pixels" } };
 }
 
 /** Shows ``message`` in a plot's box instead of empty axes (nothing to plot yet, or at all). */

@@ -1,7 +1,9 @@
 // One run: state and timings, metrics, provenance, the log of each replica, telemetry charts and a
 // browser of the run's folder (config/, output/, result/) with inline view and download.
-import { clear, el, fmtBytes, fmtDuration, fmtNum, fmtParams, fmtTime, getJson, getText, setBadge, showError } from "./common.js";
-import { draw, plotBox, telemetryChart } from "./plots.js";
+import {
+  clear, el, fmtBytes, fmtDuration, fmtParams, fmtSi, fmtTime, getJson, getText, metricUnit, setBadge, showError,
+} from "./common.js";
+import { draw, plotBox, stepTimesChart, telemetryChart } from "./plots.js";
 
 const root = document.getElementById("run");
 const id = root.dataset.runId;
@@ -44,16 +46,58 @@ async function load() {
     ["repeat", run.warmup ? `${run.repeat} (warm-up)` : run.repeat], ["started", fmtTime(run.started_at)],
     ["finished", fmtTime(run.finished_at)], ["duration", fmtDuration(run.duration_s)], ["folder", run.path],
   ]);
-  const metrics = Object.entries(run.metrics || {});
+  renderInfo();
+  // declared metrics first with their units, then the workload's others, then telemetry (review 2026-12-02 #14)
+  const metrics = run.metric_list || [];
   kvRows(document.querySelector("#run-metrics tbody"),
-    metrics.length ? metrics.map(([k, v]) => [k, fmtNum(v)]) : [["–", "no metrics recorded"]]);
+    metrics.length ? metrics.map((m) => [m.name, fmtSi(m.value, m.unit)]) : [["–", "no metrics recorded"]]);
+  for (const [i, m] of metrics.entries()) {
+    const row = document.querySelectorAll("#run-metrics tbody tr")[i];
+    row.dataset.metric = m.name;
+    if (m.declared) row.classList.add("declared");
+    if (m.telemetry) row.classList.add("telemetry");
+  }
   const provenance = flatten(run.provenance);
   kvRows(document.querySelector("#provenance tbody"), provenance.length ? provenance : [["–", "no provenance recorded"]]);
   fillLogs();
   await showLog();
   root.dataset.ready = "1";
+  drawSteps();
   drawTelemetry();
   if (LIVE.has(run.status)) setTimeout(load, 3000);
+}
+
+// What the run found out about itself (the drift of its step time, why it has no energy): warnings
+// are highlighted, and a run without any says so.
+const WARNING_INFO = /^(drifting|.*_unavailable|.*_warning|invalid.*)$/;
+
+function renderInfo() {
+  const body = document.querySelector("#run-info tbody");
+  const entries = Object.entries(run.info || {});
+  kvRows(body, entries.length ? entries : [["–", "nothing to note"]]);
+  entries.forEach(([key], i) => {
+    const row = body.rows[i];
+    row.dataset.info = key;
+    if (WARNING_INFO.test(key)) row.classList.add("warning-row");
+  });
+}
+
+// ---- step times ------------------------------------------------------------------------------------
+let stepsDrawn = false;
+
+async function drawSteps() {
+  if (!run.step_times || stepsDrawn || LIVE.has(run.status)) return;
+  try {
+    const data = JSON.parse(await getText(`${fileUrl("output/step_times.json")}?inline=1`));
+    const steps = (data.step_seconds || []).map(Number);
+    if (!steps.length) return;
+    document.getElementById("steps-section").hidden = false;
+    await draw(document.getElementById("step-plot"), stepTimesChart(steps, (run.metrics || {}).warmup_steps_detected,
+      (run.metrics || {}).steady_step_time));
+    stepsDrawn = true;
+  } catch (error) {
+    showError(errorBox, error);
+  }
 }
 
 // ---- logs ----------------------------------------------------------------------------------------
@@ -88,6 +132,15 @@ logSelect.addEventListener("change", () => {
   showLog();
 });
 
+// long lines (a KUBEBENCH_METRIC line, a traceback) are cut at the box's edge unless wrapped
+const wrap = document.getElementById("log-wrap");
+wrap.checked = localStorage.getItem("kubebench.log.wrap") === "1";
+logView.classList.toggle("wrap", wrap.checked);
+wrap.addEventListener("change", () => {
+  logView.classList.toggle("wrap", wrap.checked);
+  localStorage.setItem("kubebench.log.wrap", wrap.checked ? "1" : "0");
+});
+
 // ---- telemetry -----------------------------------------------------------------------------------
 async function drawTelemetry() {
   const note = document.getElementById("telemetry-note");
@@ -100,9 +153,17 @@ async function drawTelemetry() {
   if (telemetryDrawn && !LIVE.has(run.status)) return;
   try {
     const { series } = await getJson(`${base}/telemetry`);
+    // a series of one sample is a value, not a chart (six charts of axes −1…1 said nothing)
+    const single = Object.entries(series).filter(([, points]) => points.length < 2);
+    const singleNote = document.getElementById("telemetry-single") || el("p", { id: "telemetry-single", class: "muted" });
+    singleNote.textContent = single.length ? `One sample each: ${single.map(([name, points]) =>
+      `${name} ${fmtSi(points[0][1], metricUnit(name))}`).join(", ")}.` : "";
+    singleNote.hidden = !single.length;
+    if (!singleNote.isConnected) box.before(singleNote);
+    const charted = Object.entries(series).filter(([, points]) => points.length >= 2);
     // every box first, so that each chart is drawn at its final width in the grid
-    const boxes = Object.keys(series).map((name) => plotBox(box, `telemetry-${name.replace(/[^a-zA-Z0-9_-]/g, "_")}`));
-    for (const [i, [name, points]] of Object.entries(series).entries()) await draw(boxes[i], telemetryChart(name, points));
+    const boxes = charted.map(([name]) => plotBox(box, `telemetry-${name.replace(/[^a-zA-Z0-9_-]/g, "_")}`));
+    for (const [i, [name, points]] of charted.entries()) await draw(boxes[i], telemetryChart(name, points, metricUnit(name)));
     telemetryDrawn = true;
     box.dataset.rendered = "1";
   } catch (error) {

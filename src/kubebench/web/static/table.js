@@ -199,7 +199,9 @@ form.addEventListener("submit", (event) => {
 });
 bestSelect.addEventListener("change", render);
 compareButton.addEventListener("click", () => {
-  const ids = [...new Set([...selected].map((k) => k.split("#")[0]))];
+  // the older experiment is the base: the newest row is on top, and a regression must read as one
+  const created = new Map(data.rows.map((r) => [r.experiment.id, r.experiment.created_at]));
+  const ids = [...new Set([...selected].map((k) => k.split("#")[0]))].sort((a, b) => created.get(a) - created.get(b));
   if (ids.length === 2) window.location.href = `/compare?a=${encodeURIComponent(ids[0])}&b=${encodeURIComponent(ids[1])}`;
   else { onlySelected = true; onlyButton.setAttribute("aria-pressed", "true"); render(); }
 });
