@@ -7,6 +7,7 @@ interrupted, what they left running is stopped, and they are redone (see ``attem
 
 from __future__ import annotations
 
+import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import replace
@@ -18,7 +19,7 @@ from .attempts import INTERRUPTED, dump_yaml, execute_run, log_tail  # noqa: F40
 from .backends.base import Backend, Lifecycle
 from .cancel import Cancel
 from .data import prepare_data
-from .errors import Cancelled
+from .errors import Cancelled, SpecError
 from .experiment import Experiment
 from .locks import ExperimentLock
 from .plan.adaptive import next_round
@@ -117,6 +118,42 @@ def record_experiment(experiment: Experiment, store: Store) -> ExperimentRecord:
     return record
 
 
+#: A spec whose first runs all lack a declared metric stops after this many (review 2026-12-02 #13).
+FAIL_FAST_RUNS = 3
+_MISSING = "missing from the run's outputs"
+
+
+class MissingMetrics(SpecError):
+    """The first runs of an experiment all ran and all lacked a metric the spec declares: a typo in
+    the spec (``ops_per_seconds``) would fail every run of the sweep the same way."""
+
+
+class FailFast:
+    """Watches the first runs to end: when the first :data:`FAIL_FAST_RUNS` of an experiment of more
+    runs each lack the same declared metric, raises :class:`MissingMetrics` so that no more start."""
+
+    def __init__(self, experiment_id: str, runs: int) -> None:
+        self.experiment_id, self.runs = experiment_id, runs
+        self.first: list[RunResult] = []
+        self.lock = threading.Lock()
+
+    def saw(self, result: RunResult) -> None:
+        with self.lock:
+            if self.runs <= FAIL_FAST_RUNS or len(self.first) >= FAIL_FAST_RUNS or result.status == "cancelled":
+                return
+            self.first.append(result)
+            if len(self.first) < FAIL_FAST_RUNS:
+                return
+            reasons = {r.reason for r in self.first}
+            if len(reasons) != 1 or _MISSING not in next(iter(reasons)) or any(r.status != "failed" for r in self.first):
+                return
+        reported = ", ".join(sorted({m for r in self.first for m in r.metrics})) or "none"
+        raise MissingMetrics(
+            f"stopped after the first {len(self.first)} runs of {self.experiment_id}: each ended with "
+            f"{next(iter(reasons))} (they reported: {reported}); fix the metric's name in the spec's `metrics:` "
+            f"or the workload, then resume with --id {self.experiment_id} ({self.runs - len(self.first)} runs not started)")
+
+
 def _execute(experiment: Experiment, store: Store, progress: Progress, width: int, cancel: Cancel,
              backend: Backend[H, Any]) -> None:
     plan = experiment.plan
@@ -131,12 +168,17 @@ def _execute(experiment: Experiment, store: Store, progress: Progress, width: in
     done = store.succeeded_run_ids(plan.experiment_id)
     progress.started(plan, len([r for r in plan.runs if r.id in done]))
     todo = [run for run in plan.runs if run.id not in done]
+    counted = sum(1 for r in todo if not r.warmup)
+    watch = FailFast(plan.experiment_id, counted) if not done and experiment.loaded.spec.metrics else None
 
     def one(run: Run) -> None:
         if cancel.requested:
             raise Cancelled  # asked to stop: no new run starts
         progress.run_started(run)
-        progress.run_finished(run, execute_run(experiment, backend, store, run, leftover=run.id in leftovers))
+        result = execute_run(experiment, backend, store, run, leftover=run.id in leftovers)
+        progress.run_finished(run, result)
+        if watch is not None and not run.warmup:
+            watch.saw(result)
 
     def run_all(runs: list[Run]) -> None:
         if width <= 1:

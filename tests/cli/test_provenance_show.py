@@ -58,5 +58,5 @@ def test_experiments_list_as_json_and_csv(experiment: str) -> None:
     assert [(e["id"], e["runs"], e["succeeded"], e["runs_by_status"]) for e in listed] == [
         (experiment, 2, 2, {"succeeded": 2})]
     rows = runner.invoke(app, ["experiments", "-f", "csv"]).output.splitlines()
-    assert rows[0] == "id,name,backend,source,created_at,updated_at,runs,succeeded,failed"
-    assert rows[1].startswith(f"{experiment},prov,local,") and rows[1].endswith(",2,2,0")
+    assert rows[0] == "id,name,backend,source,created_at,updated_at,runs,succeeded,failed,cancelled,state,labels"
+    assert rows[1].startswith(f"{experiment},prov,local,") and rows[1].endswith(",2,2,0,0,succeeded,")

@@ -218,7 +218,8 @@ def test_ctrl_c_cancels_the_run_and_leaves_no_process(home: Path, write, tmp_pat
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=scaled(30))
     assert proc.returncode == 130, out + err
-    assert "resume with --id long-1" in err
+    # the command that resumes it, spec path included, alone on its line: pasted as it is (review 2026-12-02 #9)
+    assert f"resume with:\n  kubebench run {spec} --id long-1\n" in err
     assert "Traceback" not in err
     assert not Path(f"/proc/{workload}").exists() or Path(f"/proc/{workload}/stat").read_text().split()[2] == "Z"
     runs = json.loads(invoke("results", "long-1", "-f", "json").output)

@@ -107,7 +107,7 @@ def test_ctrl_c_on_the_runner_deletes_the_job_in_flight(cluster: Cluster, tmp_pa
         if runner.poll() is None:
             runner.kill()
     assert runner.returncode == 130, out + err
-    assert "resume with --id long-k8s" in err and "Traceback" not in err
+    assert "resume with:" in err and " --id long-k8s\n" in err and "Traceback" not in err
     assert cluster.api.store.list(("kubeflow.org", "v1", "pytorchjobs"), cluster.namespace)[0] == []
     assert [r for r in cluster.api.requests if r.method == "DELETE"][0].code == 200
     # the stand-in sees the deletion and stops the replicas

@@ -118,7 +118,7 @@ def test_sigterm_on_the_runner_deletes_the_job_in_flight(cluster: Cluster, tmp_p
         if runner.poll() is None:
             runner.kill()
     assert runner.returncode == 143, out + err
-    assert "interrupted (SIGTERM)" in err and "resume with --id term-k8s" in err and "Traceback" not in err
+    assert "interrupted (SIGTERM)" in err and "resume with:" in err and " --id term-k8s\n" in err and "Traceback" not in err
     assert cluster.api.store.list(PYTORCHJOBS, cluster.namespace)[0] == []
     wait_for(lambda: all(p.poll() is not None for p in cluster.operator.processes()))  # the kubelet stops them
     runs = json.loads(CliRunner().invoke(app, ["results", "term-k8s", "--format", "json"]).output)

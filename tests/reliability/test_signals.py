@@ -105,7 +105,7 @@ def test_a_signal_cancels_the_runs_in_flight_and_stops_every_process(cli: Cli, t
     runner.send_signal(sig)
     out, err = runner.communicate(timeout=scaled(60))
     assert runner.returncode == code, out + err
-    assert f"interrupted ({sig.name}): the runs in flight were cancelled; resume with --id stop-1" in err
+    assert f"interrupted ({sig.name}): the runs in flight were cancelled; resume with:\n  kubebench run {spec} --id stop-1\n" in err
     assert "Traceback" not in err
     assert_all_gone(processes, within=1)  # stopped before the runner exited: nothing left to wait for
     assert run_processes(cli.home) == []

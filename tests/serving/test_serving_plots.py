@@ -56,7 +56,36 @@ def test_latency_vs_load_draws_each_setting_and_the_slo() -> None:
     assert {"ttft_p99 · batch=4", "ttft_p99 · batch=8", "tpot_p99 · batch=8"} <= names
     trace = next(t for t in figure.data if t.name == "ttft_p99 · batch=4")
     assert list(trace.x) == sorted(trace.x)
-    assert any("SLO ttft_p99" in (a.text or "") for a in figure.layout.annotations)
+    (slo,) = [t for t in figure.data if t.name.startswith("SLO")]
+    assert slo.name == "SLO ttft_p99 ≤ 1.00 s" and set(slo.y) == {1.0}  # the values span 0.1 s … 3 s: seconds
+
+
+def test_legends_name_what_varies_and_the_post_processor_s_slo_is_drawn() -> None:
+    """Review 2026-12-02 #3: every legend entry repeated the fixed parameters
+    (`ttft_p50 · max_batch=8, duration=4, …`), the axis was in raw seconds; #15: the SLO given to the
+    llm-requests post-processor (`ttft=1s,tpot=100ms`) was not drawn."""
+    from support import ux_home
+
+    from kubebench.present.serving import capacity_lines, slo_bounds, spec_of
+
+    spec = __import__("yaml").safe_load(ux_home.SERVING_SPEC)
+    assert slo_bounds(spec) == {"ttft": 1.0, "tpot": 0.1}
+    served = [RunRecord(run_id=f"r{rate}", experiment_id="e", trial_id=f"t{rate}", repeat=0, warmup=False,
+                        status="succeeded", metrics=ux_home._serving({"rate": rate}, 0)[1],
+                        params={"rate": rate, "max_batch": 8, "duration": 4, "input_tokens": 32, "output_tokens": 32})
+                  for rate in (2, 6, 18)]
+    figure = latency_vs_load(served, "rate", slo_bounds(spec))
+    names = [t.name for t in figure.data]
+    assert names[:2] == ["ttft_p50", "ttft_p99"] and not any("max_batch" in n for n in names)
+    assert names[-2:] == ["SLO ttft ≤ 1.00 s", "SLO tpot ≤ 100 ms"]
+    assert figure.layout.title.subtitle.text == "max_batch=8, duration=4, input_tokens=32, output_tokens=32"
+    assert figure.layout.yaxis.title.text.startswith("latency (ms)") and figure.layout.yaxis.type == "log"
+    assert figure.data[1].y[0] == pytest.approx(ux_home._serving({"rate": 2}, 0)[1]["ttft_p99"] * 1000)  # in ms
+    assert figure.layout.legend.yref == "container" and figure.layout.legend.orientation == "h"  # below, outside
+    search = spec_of(record()) | {}
+    lines = capacity_lines(search, runs())
+    assert lines[0] == "capacity: highest rate with ttft_p99 ≤ 1"
+    assert lines[1].startswith("  batch=4: found") and "meets 4.00" in lines[1] and "fails" in lines[1]
 
 
 def test_frontier_has_a_curve_per_setting_and_the_pareto_front() -> None:

@@ -47,7 +47,7 @@ def print_results(console, store: ResultsSource, experiment_id: str, metrics: Se
     console.print(results_table(trials, choice, title=f"results of {experiment_id}"))
     for line in results_warnings(trials, choice.shown[0] if choice.shown else None):
         console.print(cell("warning: " + line, style="yellow"))
-    failed = store.runs(experiment_id, include_warmup=True, logs=False, statuses=FAILED_STATES)
+    failed = store.runs(experiment_id, include_warmup=True, logs=True, statuses=FAILED_STATES)
     if failed:
         console.print(failures_table(failed, params_split([t.params for t in trials])[1]))
     return len(failed)
@@ -66,7 +66,7 @@ def experiments(
     format: Annotated[ListFormat, typer.Option("--format", "-f", help="table, json or csv.")] = ListFormat.table,
     store: StoreOpt = None,
 ) -> None:
-    """List experiments in the store with their run counts.
+    """List experiments in the store: state, runs, labels and primary metric, one line each.
 
     \b
     Examples:
@@ -77,7 +77,11 @@ def experiments(
     from ..store.store import open_store
 
     url = settings(store).store_url
-    found = open_store(url).experiments(limit)
+    if _no_store_yet(url):  # nothing to list, and no database made as a side effect (review 2026-12-02 #31)
+        found = []
+    else:
+        db = open_store(url)
+        found = db.experiments(limit)
     if format is ListFormat.table:
         from ..present.tables import experiments_table
         from ..present.text import cell
@@ -85,11 +89,43 @@ def experiments(
         if not found:
             make_console().print(cell(f"no experiments in {url}: start one with `kubebench run SPEC.yaml`"))
             return
-        make_console().print(experiments_table(found))
+        make_console().print(experiments_table(found, _primary_medians(db, found)))
         return
     from ..present.listing import experiments_csv, experiments_json
 
-    sys.stdout.write(experiments_json(found) if format is ListFormat.json else experiments_csv(found))
+    if format is ListFormat.json:
+        from ..store.series import notes
+
+        sys.stdout.write(experiments_json(found, notes(db, [e.id for e in found]) if found else {}))
+    else:
+        sys.stdout.write(experiments_csv(found))
+
+
+def _no_store_yet(url: str) -> bool:
+    """A SQLite store whose file does not exist (a new home): it has no experiments."""
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    return parsed.get_backend_name() == "sqlite" and bool(parsed.database) and parsed.database != ":memory:" \
+        and not Path(parsed.database).exists()
+
+
+def _primary_medians(db, experiments) -> dict[str, str]:
+    """Each experiment's primary metric: the median of its first trial, with its unit (``957 k ops/s``)."""
+    import statistics
+
+    from ..present.numbers import metric_unit, si
+    from ..store.series import trial_runs
+
+    runs = trial_runs(db, [e.id for e in experiments])
+    found = {}
+    for e in experiments:
+        name = e.primary_metric()
+        values = [m[name] for m in (runs.get(e.id) or [({}, [])])[0][1] if name in m] if name else []
+        if values:
+            unit = next((str(m.get("unit") or "") for m in e.declared_metrics() if m["name"] == name), "")
+            found[e.id] = si(statistics.median(values), metric_unit(name, unit))
+    return found
 
 
 @app.command()
@@ -115,12 +151,47 @@ def show(
     console = make_console()
     counts = ", ".join(f"{n} {s}" for s, n in sorted(record.runs_by_status.items())) or "no runs"
     console.print(cell(f"{record.id} · {record.name} · backend {record.backend} · from {record.source}", style="bold"))
+    print_context(console, db, record)
     console.print(f"runs: {counts}")
     _print_environment(console, db, experiment_id)
     _print_data(console, db, record)
     print_results(console, db, experiment_id, metric or (), telemetry)
+    print_capacity(console, db, record)
     _print_failure_logs(console, db, experiment_id)
     _print_attempts(console, db, experiment_id)
+
+
+def print_context(console, db, record) -> None:
+    """The state (with the command that resumes an interrupted experiment, on a line of its own so
+    that it can be pasted), the labels, the tags and the note."""
+    from ..present.listing import labels_text, resume_command, state_of
+    from ..present.text import cell
+    from ..store.series import notes
+
+    state = state_of(record)
+    console.print(cell(f"state: {state}", style="yellow" if state == "interrupted" else ""))
+    if state == "interrupted":
+        console.print(cell("resume it (with the --params/--set it was started with):", style="yellow"))
+        console.print(cell("  " + resume_command(record.source, record.id)), soft_wrap=True)
+    found = notes(db, [record.id]).get(record.id, {})
+    context = [f"labels: {labels_text(record.labels)}"] if record.labels else []
+    context += [f"tags: {' '.join('#' + t for t in found.get('tags', []))}"] if found.get("tags") else []
+    if context:
+        console.print(cell(" · ".join(context)))
+    if found.get("note"):
+        console.print(cell(f"note: {found['note']}"))
+
+
+def print_capacity(console, db, record) -> None:
+    """A capacity search's answer per server setting (nothing for other experiments)."""
+    from ..present.serving import capacity_lines, spec_of
+    from ..present.text import cell
+
+    spec = spec_of(record)
+    if not isinstance(spec.get("search"), dict):
+        return
+    for line in capacity_lines(spec, db.runs(record.id, logs=False)):
+        console.print(cell(line, style="bold" if line.startswith("capacity") else ""))
 
 
 #: Failed runs whose log ends ``show`` prints (the most recent first), and lines of each.

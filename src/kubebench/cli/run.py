@@ -64,11 +64,21 @@ def run(
         render_trials(experiment, make_backend(loaded))  # what `run` refuses, a dry run refuses too
         console.print(plan_table(experiment.plan))
         return
-    failed = _execute(experiment, config, console, metrics_port, benchmark_ref)
+    resume = _resume_command(spec, params, set_, experiment.plan.experiment_id)
+    failed = _execute(experiment, config, console, metrics_port, benchmark_ref, resume)
     raise typer.Exit(1 if failed else 0)
 
 
-def _execute(experiment, config, console, metrics_port: Optional[int] = None, benchmark_ref: Optional[str] = None) -> int:
+def _resume_command(spec, params, overrides, experiment_id: str) -> str:
+    """The command that resumes this experiment: the spec, its --params and --set as given, and its id."""
+    from ..present.listing import resume_command
+
+    extra = [*(["--params", str(params)] if params else []), *(a for o in overrides or () for a in ("--set", o))]
+    return resume_command(str(spec), experiment_id, extra)
+
+
+def _execute(experiment, config, console, metrics_port: Optional[int] = None, benchmark_ref: Optional[str] = None,
+             resume: str = "") -> int:
     from ..cancel import Cancel, stop_signals
     from ..present.progress import RichProgress
     from ..runner import execute
@@ -99,8 +109,13 @@ def _execute(experiment, config, console, metrics_port: Optional[int] = None, be
                 writer.finish()
     except KeyboardInterrupt:  # Ctrl-C, or Cancelled (SIGINT, SIGTERM through stop_signals)
         signum = cancel.signal or signal.SIGINT
-        make_console(stderr=True).print(f"interrupted ({signal.Signals(signum).name}): the runs in flight were "
-                                        f"cancelled; resume with --id {exp_id}", soft_wrap=True, markup=False)
+        from ..present.text import cell
+
+        err = make_console(stderr=True)
+        err.print(f"interrupted ({signal.Signals(signum).name}): the runs in flight were cancelled; resume with:",
+                  soft_wrap=True, markup=False)
+        # its own line, never wrapped by us: pasted as it is (review 2026-12-02 #9)
+        err.print(cell("  " + (resume or f"kubebench run SPEC --id {exp_id}")), soft_wrap=True)
         raise typer.Exit(128 + signum) from None
     finally:
         if server is not None:
@@ -111,7 +126,13 @@ def _execute(experiment, config, console, metrics_port: Optional[int] = None, be
     failed = print_results(console, store, exp_id)
     from ..present.text import cell
     from ..redact import mask_url
+    from .results import print_capacity
 
+    record = store.experiment(exp_id)
+    print_capacity(console, store, record)
+    if failed:
+        console.print(cell(f"see: kubebench show {exp_id}  (the end of each failed run's log, and what it reported)",
+                           style="yellow"), soft_wrap=True)
     console.print(cell(f"experiment {exp_id} · store {mask_url(config.store_url)}"))
     return failed
 

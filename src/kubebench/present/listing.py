@@ -12,8 +12,12 @@ from ..store.records import FAILED_STATES, ExperimentRecord
 from .export import iso_time
 
 #: 2: ``created_at`` and ``updated_at`` are ISO 8601 (UTC); JSON keeps the epoch seconds in ``*_epoch``.
-LISTING_FORMAT_VERSION = 2
-COLUMNS = ("id", "name", "backend", "source", "created_at", "updated_at", "runs", "succeeded", "failed")
+#: 3: ``state``, ``cancelled`` (no longer counted as failed), ``labels``; JSON also ``note`` and ``tags``.
+LISTING_FORMAT_VERSION = 3
+COLUMNS = ("id", "name", "backend", "source", "created_at", "updated_at", "runs", "succeeded", "failed",
+           "cancelled", "state", "labels")
+#: Runs that ran and failed; a cancelled run was stopped (most never started) and is counted apart.
+RAN_AND_FAILED = tuple(s for s in FAILED_STATES if s != "cancelled")
 
 
 def resume_command(source: str, experiment_id: str, extra: Sequence[str] = ()) -> str:
@@ -24,23 +28,43 @@ def resume_command(source: str, experiment_id: str, extra: Sequence[str] = ()) -
     return shlex.join(["kubebench", "run", source or "SPEC.yaml", *extra, "--id", experiment_id])
 
 
+def state_of(e: ExperimentRecord) -> str:
+    """The experiment's state from its runs' counts (a store written before ``interrupted`` existed
+    keeps ``pending`` for a partly done experiment in its column)."""
+    from ..store.listing import experiment_state
+
+    return experiment_state([s for s, n in e.runs_by_status.items() if n]) if e.runs_by_status else e.state
+
+
+def labels_text(labels: dict[str, str]) -> str:
+    """``version=1.4 commit=abc123``."""
+    return " ".join(f"{k}={v}" for k, v in labels.items())
+
+
 def experiment_row(e: ExperimentRecord) -> dict:
-    """One experiment: ids, origin, times and run counts."""
+    """One experiment: ids, origin, times, run counts, state and labels."""
     counts = e.runs_by_status
     return {"id": e.id, "name": e.name, "backend": e.backend, "source": e.source, "created_at": iso_time(e.created_at),
             "updated_at": iso_time(e.updated_at), "runs": sum(counts.values()), "succeeded": counts.get("succeeded", 0),
-            "failed": sum(counts.get(s, 0) for s in FAILED_STATES)}
+            "failed": sum(counts.get(s, 0) for s in RAN_AND_FAILED), "cancelled": counts.get("cancelled", 0),
+            "state": state_of(e), "labels": labels_text(e.labels)}
 
 
-def experiments_json(experiments: Sequence[ExperimentRecord]) -> str:
-    """A JSON list, one experiment per line, each with its run counts by status."""
-    lines = [json.dumps({**experiment_row(e), "created_at_epoch": e.created_at, "updated_at_epoch": e.updated_at,
-                         "runs_by_status": e.runs_by_status, "format_version": LISTING_FORMAT_VERSION}) for e in experiments]
+def experiments_json(experiments: Sequence[ExperimentRecord], notes: dict[str, dict] | None = None) -> str:
+    """A JSON list, one experiment per line, each with its run counts by status, labels, note and tags."""
+    def line(e: ExperimentRecord) -> str:
+        found = (notes or {}).get(e.id, {})
+        return json.dumps({**experiment_row(e), "labels": e.labels, "note": found.get("note", ""),
+                           "tags": found.get("tags", []), "created_at_epoch": e.created_at,
+                           "updated_at_epoch": e.updated_at, "runs_by_status": e.runs_by_status,
+                           "format_version": LISTING_FORMAT_VERSION})
+
+    lines = [line(e) for e in experiments]
     return "[\n" + ",\n".join(lines) + "\n]\n" if lines else "[]\n"
 
 
 def experiments_csv(experiments: Sequence[ExperimentRecord]) -> str:
-    """``id, name, backend, source, created_at, updated_at, runs, succeeded, failed``."""
+    """``id, name, backend, source, created_at, updated_at, runs, succeeded, failed, cancelled, state, labels``."""
     out = io.StringIO()
     writer = csv.DictWriter(out, COLUMNS, lineterminator="\n")
     writer.writeheader()

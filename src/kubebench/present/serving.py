@@ -225,6 +225,23 @@ def capacity_rows(spec: dict, runs: Sequence[RunRecord]) -> tuple[str, list[dict
     return question, rows
 
 
+def capacity_lines(spec: dict, runs: Sequence[RunRecord]) -> list[str]:
+    """The capacity search's answer for a terminal (``run``'s end and ``show``), a line per setting:
+    ``capacity (highest rate with ttft_p99 ≤ 1): max_batch=8: 14.2 [13.1 … 15.0]; meets 13, fails 15``."""
+    question, rows = capacity_rows(spec, runs)
+    if not question:
+        return []
+    lines = [f"capacity: {question}"]
+    for r in rows:
+        estimate = si(r["estimate"]) if r["estimate"] is not None else "–"
+        interval = f" [{si(r['ci'][0])} … {si(r['ci'][1])}]" if r["ci"] else ""
+        bracket = ", ".join(part for part in (f"meets {si(r['meets'])}" if r["meets"] is not None else "",
+                                              f"fails {si(r['fails'])}" if r["fails"] is not None else "") if part)
+        lines.append(f"  {r['setting']}: {r['status']}, {estimate}{interval}" + (f"; {bracket}" if bracket else "")
+                     + f" ({r['probes']} probes, {r['runs']} runs)")
+    return lines
+
+
 def capacity_html(spec: dict, runs: Sequence[RunRecord]) -> str:
     """The capacity search's answer per server setting, as an HTML table (empty without a search)."""
     question, rows = capacity_rows(spec, runs)

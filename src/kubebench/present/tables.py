@@ -102,21 +102,65 @@ def plan_table(plan: Plan) -> RenderableType:
     return _with_fixed(fixed, table)
 
 
-def experiments_table(experiments: Sequence[ExperimentRecord]) -> Table:
-    """One row per experiment with its run counts."""
-    table = new_table("experiments")
-    add_id_column(table, "id", [e.id for e in experiments])
-    table.add_column("name", overflow="fold")
-    table.add_column("backend", overflow="fold")
-    table.add_column("created", no_wrap=True)
-    for name in ("runs", "ok", "failed"):
-        table.add_column(name, justify="right")
-    for e in experiments:
-        counts = e.runs_by_status
-        failed = sum(counts.get(s, 0) for s in FAILED_STATES)
-        table.add_row(e.id, cell(e.name), cell(e.backend), _when(e.created_at), str(sum(counts.values())),
-                      str(counts.get("succeeded", 0)), str(failed))
-    return table
+def experiments_table(experiments: Sequence[ExperimentRecord], primary: Mapping[str, str] | None = None
+                      ) -> RenderableType:
+    """One line per experiment: its id, name (where the id does not start with it), state, runs
+    (ok/all, failed and cancelled apart), primary metric (``primary``: id → its text), labels and when
+    it was made. Ids are never folded or cut; on a narrow terminal the labels are cut first, then the
+    name and the primary metric give way, so that every experiment stays one line."""
+    return _ExperimentsTable(experiments, primary or {})
+
+
+class _ExperimentsTable:
+    """:func:`experiments_table`, laid out for the console's width when printed."""
+
+    def __init__(self, experiments: Sequence[ExperimentRecord], primary: Mapping[str, str]) -> None:
+        self.experiments, self.primary = experiments, primary
+
+    def __rich_console__(self, console, options):
+        def width(table: Table) -> int:
+            return Measurement.get(console, options.update_width(100_000), table).maximum
+
+        optional = [c for c in ("name", "primary") if self._has(c)]
+        if width(self._table(optional, None if self._has("labels") else 0)) <= options.max_width:
+            yield self._table(optional, None if self._has("labels") else 0)
+            return
+        for dropped in ([], optional[:1], optional):  # the name first, then the primary metric
+            kept = [c for c in optional if c not in dropped]
+            room = options.max_width - width(self._table(kept, 0)) - 2  # what the labels column may take
+            if room >= (16 if self._has("labels") else 0):
+                break
+        yield self._table(kept, room if room >= 8 and self._has("labels") else 0)
+
+    def _has(self, column: str) -> bool:
+        if column == "name":
+            return any(not e.id.startswith(e.name) for e in self.experiments)
+        if column == "primary":
+            return bool(self.primary)
+        return any(e.labels for e in self.experiments)
+
+    def _table(self, optional: Sequence[str], labels: int | None) -> Table:
+        """The table with the ``optional`` columns, and a labels column ``labels`` wide (None: unlimited, 0: none)."""
+        from .listing import RAN_AND_FAILED, labels_text, state_of
+
+        table = new_table("experiments")
+        add_id_column(table, "id", [e.id for e in self.experiments])
+        cancelled = any(e.runs_by_status.get("cancelled") for e in self.experiments)
+        columns = [*(["name"] if "name" in optional else []), "state", "runs ok", "failed",
+                   *(["cancelled"] if cancelled else []), *(["primary"] if "primary" in optional else []),
+                   *(["labels"] if labels != 0 else []), "created"]
+        for name in columns:
+            table.add_column(name, justify="right" if name in ("runs ok", "failed", "cancelled", "primary") else "left",
+                             no_wrap=True, overflow="ellipsis", max_width=labels if name == "labels" else None)
+        for e in self.experiments:
+            counts = e.runs_by_status
+            failed = sum(counts.get(s, 0) for s in RAN_AND_FAILED)
+            values = {"name": cell("" if e.id.startswith(e.name) else e.name), "state": state_of(e),
+                      "runs ok": f"{counts.get('succeeded', 0)}/{sum(counts.values())}", "failed": str(failed or ""),
+                      "cancelled": str(counts.get("cancelled", 0) or ""), "primary": cell(self.primary.get(e.id, "–")),
+                      "labels": cell(labels_text(e.labels)), "created": _when(e.created_at)}
+            table.add_row(e.id, *(values[name] for name in columns), style="red" if failed else None)
+        return table
 
 
 @dataclass(frozen=True)
@@ -308,8 +352,21 @@ def failures_table(runs: Sequence[RunRecord], swept: Sequence[str] | None = None
     for r in failed:
         repeat = f"w{r.repeat}" if r.warmup else str(r.repeat)
         exit_code = "" if r.exit_code is None else str(r.exit_code)
-        table.add_row(r.run_id, label(r.params, swept), repeat, r.status, exit_code, cell(r.reason))
+        reason = cell(r.reason)
+        line = last_line(r.log_tail) if r.status != "cancelled" else ""
+        if line:  # where the cause usually is (ModuleNotFoundError: …), beside the exit code
+            reason.append_text(cell("\n" + line, style="dim"))
+        table.add_row(r.run_id, label(r.params, swept), repeat, r.status, exit_code, reason)
     return table
+
+
+def last_line(log: str, width: int = 200) -> str:
+    """The last line of a log that is not blank, on one line and cut at ``width`` ("" for none)."""
+    from .text import safe_line
+
+    line = next((text.strip() for text in reversed(log.splitlines()) if text.strip()), "")
+    line = safe_line(line)
+    return line if len(line) <= width else line[:width - 1] + "…"
 
 
 def _with_fixed(fixed: Mapping[str, object], table: TitledTable) -> TitledTable:
@@ -344,4 +401,7 @@ def param_of(params: Mapping[str, object], name: str) -> str:
 
 
 def _when(timestamp: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M", time.localtime(timestamp))
+    """``12-02 01:28`` this year, ``2025-12-02`` before: one short column."""
+    if time.localtime(timestamp).tm_year == time.localtime().tm_year:
+        return time.strftime("%m-%d %H:%M", time.localtime(timestamp))
+    return time.strftime("%Y-%m-%d", time.localtime(timestamp))

@@ -23,6 +23,8 @@ def parse_labels(items: Iterable[str]) -> dict[str, str]:
         if not sep or not _LABEL_KEY.match(key) or not value or len(value) > 256:
             raise SpecError(f"invalid --label {item!r}: expected KEY=VALUE, the key a name "
                             "(letters, digits, _ . -) and the value 1 to 256 characters (e.g. version=1.4.2)")
+        if key in labels and labels[key] != value:  # which one was meant? (review 2026-12-02 #31)
+            raise SpecError(f"--label {key} given twice: {key}={labels[key]} and {key}={value}; give it once")
         labels[key] = value
     return labels
 
