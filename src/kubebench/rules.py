@@ -84,3 +84,31 @@ THREAD_PARAMETER = re.compile(r"^(?:(?:n_?|num_?|omp_num_|intra_op_)?threads?(?:
 def thread_parameter(names: Sequence[str]) -> str | None:
     """The first of ``names`` that holds a number of threads per replica, else None."""
     return next((name for name in names if THREAD_PARAMETER.match(name)), None)
+
+
+#: After the declared metrics, the ones people look for first, in the order vLLM's ``bench serve``
+#: prints them: how many requests and how long, the throughputs, then the latencies (mean first,
+#: then percentiles) and the errors; the load generator's checks of itself (:data:`SELF_CHECK_METRIC`)
+#: come last, and everything else alphabetically between.
+WELL_KNOWN_METRICS = ("requests_measured", "window_s", "request_throughput", "goodput", "output_tokens_per_s",
+                      "input_tokens_per_s", "output_tokens_per_s_per_user")
+LATENCY_PREFIXES = ("ttft_", "tpot_", "itl_", "e2e_")
+WELL_KNOWN_LAST = ("error_rate", "requests_failed")
+SELF_CHECK_METRIC = re.compile(r"^(?:arrival_|client_|loop_delay_|request_rate_|concurrency_)")
+
+
+def metric_order(names: Sequence[str]) -> list[str]:
+    """``names`` in the order of :data:`WELL_KNOWN_METRICS` (see there)."""
+    def key(name: str) -> tuple:
+        if name in WELL_KNOWN_METRICS:
+            return (0, WELL_KNOWN_METRICS.index(name), 0, name)
+        prefix = next((p for p in LATENCY_PREFIXES if name.startswith(p)), None)
+        if prefix is not None:
+            rest = name[len(prefix):]
+            number = int(rest[1:]) if rest[:1] == "p" and rest[1:].isdigit() else -1 if rest == "mean" else 1000
+            return (1, LATENCY_PREFIXES.index(prefix), number, name)
+        if name in WELL_KNOWN_LAST or name.startswith("error_rate_"):
+            return (2, 0, 0, name)
+        return (4 if SELF_CHECK_METRIC.match(name) else 3, 0, 0, name)
+
+    return sorted(names, key=key)

@@ -59,3 +59,35 @@ def test_history_writes_si_numbers_with_the_unit_and_keeps_the_trial(store_url: 
     assert "3.09 M" in trial and "3.08 … 3.11 M" in trial and "nightly-15" in trial and "▼−9.1%@nightly-13" in trial
     points = out.split("nightly · ops_per_sec · n=20000")[1]
     assert "version=1.5 commit=c15" in points and "3.09 M" in points
+
+
+LLM_TRAIN = """\
+name: llm-train
+job: {command: [python, -m, kubebench.workloads.llm_train]}
+parameters:
+  parallel: [ddp, fsdp]
+  workers: [1, 2]
+  threads: 1
+exclude:
+  - {parallel: fsdp, workers: 1}
+repeats: 2
+metrics: [{name: tokens_per_sec, unit: tokens/s, primary: true}]
+"""
+
+
+@pytest.mark.parametrize("columns", WIDTHS)
+def test_scaling_refuses_an_efficiency_without_a_one_worker_baseline(tmp_path, columns: int) -> None:
+    """#10: llm-train's fsdp, run at 2 workers only, read "speedup 1.000, efficiency 100.0%"."""
+    from kubebench.store.store import open_store
+
+    url = f"sqlite:///{tmp_path / 'kb.db'}"
+    rate = {("ddp", 1): 1000.0, ("ddp", 2): 1800.0, ("fsdp", 2): 1500.0}
+    ux_home.record(open_store(url), "train-1", LLM_TRAIN, lambda p, r: (
+        "succeeded", {"tokens_per_sec": rate[(p["parallel"], p["workers"])] + r}))
+    out = invoke(url, columns, "scaling", "train-1")
+    rows = [line.split() for line in out.splitlines() if line.startswith(("ddp ", "fsdp "))]
+    assert [r[:2] for r in rows] == [["ddp", "1"], ["ddp", "2"], ["fsdp", "2"]]
+    assert "90%" in " ".join(rows[1]) and "100.0%" not in " ".join(rows[2]) and rows[2].count("–") >= 3
+    text = " ".join(out.split())
+    assert "no 1-worker baseline for parallel=fsdp: its efficiency is not measured" in text
+    assert "parallel=ddp has one, but is another configuration" in text

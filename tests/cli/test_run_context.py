@@ -78,6 +78,8 @@ def ux_url(tmp_path_factory) -> str:
     store = open_store(url)
     ux_home.build(store)
     set_note(store, "nightly-13", note="the new allocator", tags=["nightly", "gpu"])
+    ux_home.record(store, "renamed-1", ux_home.NIGHTLY_SPEC.format(slow=1.0).replace("name: nightly", "name: other"),
+                   lambda params, repeat: ("succeeded", {"ops_per_sec": 1e6 + repeat, "latency_p50": 0.02}))
     ux_home.record(store, "half-1", ux_home.CNN_SPEC, lambda params, repeat: (
         ("succeeded", {"images_per_sec": 100.0}) if params["workers"] == 1 else ("pending", {})))
     store.engine.dispose()
@@ -92,7 +94,7 @@ def test_experiments_is_one_line_each_with_state_labels_and_primary_metric(ux_ur
     lines = out.splitlines()
     assert max(len(line.rstrip()) for line in lines) <= columns
     rows = {line.split()[0]: line for line in lines[3:]}
-    assert set(rows) == {"half-1", "nightly-15", "nightly-14", "nightly-13", "nightly-12", "nightly-11", "nightly-10",
+    assert set(rows) == {"half-1", "renamed-1", "nightly-15", "nightly-14", "nightly-13", "nightly-12", "nightly-11", "nightly-10",
                          ux_home.INFERENCE, ux_home.SERVING, ux_home.CNN}  # one line each
     assert "succeeded" in rows["nightly-13"] and "6/6" in rows["nightly-13"] and "version=1.3" in rows["nightly-13"]
     assert "interrupted" in rows["half-1"] and "4/8" in rows["half-1"]
@@ -124,3 +126,12 @@ def test_an_empty_home_lists_nothing_and_makes_no_store(tmp_path: Path) -> None:
     result = invoke(200, "experiments", "--store", url)
     assert result.exit_code == 0 and result.output.startswith("no experiments in")
     assert not (tmp_path / "new" / "kubebench.db").exists()
+
+
+def test_compare_notes_when_the_experiments_are_of_different_benchmarks(ux_url: str) -> None:
+    """#31: `compare` across different benchmarks (nightly vs mybench) went on without a note."""
+    result = CliRunner().invoke(app, ["compare", "nightly-12", "renamed-1", "--store", ux_url])
+    assert result.exit_code == 0, result.output
+    assert "note: nightly-12 and renamed-1 are of different benchmarks (nightly and other)" in result.stderr
+    assert "different benchmarks" not in CliRunner().invoke(app, ["compare", "nightly-11", "nightly-12",
+                                                                  "--store", ux_url]).stderr

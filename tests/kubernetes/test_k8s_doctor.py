@@ -41,6 +41,7 @@ def test_no_cluster_is_one_clear_error_before_any_run(tmp_path: Path, monkeypatc
     result = invoke("run", str(write(tmp_path)), "--id", "nowhere")
     assert result.exit_code == 2, result.output
     assert "error: no Kubernetes cluster to run on" in result.output and "Set backend.kubeconfig" in result.output
+    assert ".. Set" not in result.output  # one full stop (review 2026-12-02 #31: "found.. Set")
     assert "Traceback" not in result.output
     listing = invoke("results", "nowhere", "--format", "json")
     assert "failed" not in listing.output  # no run was recorded failed

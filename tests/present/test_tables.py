@@ -80,3 +80,15 @@ def test_fixed_parameters_go_on_one_line_and_a_ci_below_zero_says_n_too_small() 
     text = console.export_text()
     assert text.splitlines()[:2] == ["results of e: 2 trials × 2 runs", "fixed: model=small"]
     assert "n too small" in text and "3.44 k" in text and "±6.3%" in text
+
+
+def test_serving_metrics_hidden_from_the_table_come_in_the_order_people_look_for_them() -> None:
+    """Review 2026-12-02 #23: "also measured: arrival_ks_pvalue, arrival_ks_stat, client_lag_max, …"
+    (alphabetical) hid ttft_p50, e2e_*, request_throughput, error_rate and requests_measured."""
+    found = sorted(["arrival_ks_pvalue", "arrival_ks_stat", "client_lag_max", "client_lag_p50", "e2e_p99", "e2e_mean",
+                    "error_rate", "goodput", "itl_p99", "output_tokens_per_s", "request_throughput", "requests_measured",
+                    "tpot_p50", "tpot_p99", "ttft_mean", "ttft_p50", "ttft_p99", "zeta"])
+    choice = choose_metrics(found, [{"name": "ttft_p99", "unit": "s"}, {"name": "goodput"}], "ttft_p99")
+    assert choice.hidden == ["requests_measured", "request_throughput", "output_tokens_per_s", "ttft_mean", "ttft_p50",
+                             "tpot_p50", "tpot_p99", "itl_p99", "e2e_mean", "e2e_p99", "error_rate", "zeta",
+                             "arrival_ks_pvalue", "arrival_ks_stat", "client_lag_max", "client_lag_p50"]

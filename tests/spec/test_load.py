@@ -259,10 +259,24 @@ def test_empty_spec_file(tmp_path: Path) -> None:
 def test_unknown_top_level_key_lists_allowed_keys(tmp_path: Path) -> None:
     path = write(tmp_path, MINIMAL + "repeat: 3\n")
     message = load_error(path)
-    assert message.startswith(f"{path}:4:1: repeat: unknown key; allowed keys: ")
+    assert message.startswith(f"{path}:4:1: repeat: unknown key; did you mean 'repeats'?; allowed keys: ")
     keys = allowed(message)
     assert {"repeats", "job", "parameters", "apiVersion", "timeout"} <= set(keys)
     assert "api_version" not in keys
+
+
+def test_near_misses_get_a_did_you_mean_and_problems_come_in_the_file_s_order(tmp_path: Path) -> None:
+    """Review 2026-12-02 #24: `repeat:`, `comand:` and `goal: maximise` listed 25 keys with no
+    suggestion; a union gave five lines for one value; errors came out of line order."""
+    path = write(tmp_path, "name: bench\njob:\n  comand: [echo]\nmetrics:\n  - {name: v, goal: maximise}\n"
+                           "repeat: 3\nparameters:\n  slow: {a: {b: 1}}\n")
+    lines = load_error(path).splitlines()
+    assert [line.split(": ")[0] for line in lines] == [f"{path}:3:3", f"{path}:5:15", f"{path}:6:1", f"{path}:8:3"]
+    assert "job.comand: unknown key; did you mean 'command'?" in lines[0]
+    assert lines[1].endswith("metrics.0.goal: Input should be 'maximize' or 'minimize'; did you mean 'maximize'?")
+    assert "repeat: unknown key; did you mean 'repeats'?" in lines[2]
+    assert lines[3].count("Input should be") == 1  # one line for the value that fits no form of a parameter
+    assert "did you mean" not in load_error(write(tmp_path, MINIMAL + "zzzz: 3\n"))  # nothing near: no guess
 
 
 def test_unknown_job_key_lists_job_keys(tmp_path: Path) -> None:

@@ -76,7 +76,8 @@ def compare(
 
     db = open_store_of(store)
     base_record = db.experiment(base)
-    db.experiment(candidate)  # an unknown id is a clear error before any work
+    candidate_record = db.experiment(candidate)  # an unknown id is a clear error before any work
+    _note_benchmarks(base_record, candidate_record)
     base_runs, candidate_runs = db.runs(base), db.runs(candidate)
     name, goal, unit = metric_of(base_record, metric, base_runs, candidate_runs)
     gate = parse_fail_on(fail_on) if fail_on else None
@@ -103,6 +104,17 @@ def compare(
         gated = rows if gate[0] == name else compare_experiments(
             base_runs, candidate_runs, gate[0], base_record.metric_goal(gate[0])[1], threshold, correction.value)
         _gate(gated, fail_on, gate[1])
+
+
+def _note_benchmarks(base, candidate) -> None:
+    """A note when the two experiments are of different benchmarks (series): maybe not what was meant."""
+    from ..present.text import cell
+
+    names = (base.series or base.name, candidate.series or candidate.name)
+    if names[0] != names[1]:
+        make_console(stderr=True).print(cell(
+            f"note: {base.id} and {candidate.id} are of different benchmarks ({names[0]} and {names[1]}): only "
+            "the trials with equal parameters are compared", style="yellow"), soft_wrap=True)
 
 
 def _gate(rows, rule: str, limit: float) -> None:

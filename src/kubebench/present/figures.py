@@ -71,7 +71,8 @@ def scaling_curve(groups: Sequence[tuple[dict[str, object], list[ScalingPoint]]]
     import plotly.graph_objects as go
 
     figure = go.Figure()
-    for rest, points in groups:
+    groups = [(rest, points) for rest, points in groups if points and points[0].baseline_workers == 1]
+    for rest, points in groups:  # a configuration without a 1-worker run has no efficiency to draw
         figure.add_trace(go.Scatter(
             x=[p.workers for p in points], y=[p.efficiency for p in points], name=label(rest),
             mode="lines+markers",

@@ -105,14 +105,26 @@ def scaling_table(groups: Sequence[tuple[dict[str, object], list[ScalingPoint]]]
         table.add_column(name, justify="right", no_wrap=True)
     warnings: list[str] = []
     for rest, points in groups:
+        # no 1-worker run of this configuration: nothing to measure an efficiency against (its own
+        # smallest count would read 100%, review 2026-12-02 #10)
+        baseline = bool(points) and points[0].baseline_workers == 1
         for p in points:
-            ci = "–" if any(math.isnan(v) for v in p.efficiency_ci) else \
+            ci = "–" if not baseline or any(math.isnan(v) for v in p.efficiency_ci) else \
                 f"{p.efficiency_ci[0]:.0%}–{p.efficiency_ci[1]:.0%}"
             row: list[RenderableType] = [*(cell(param_of(rest, name)) for name in swept), str(p.workers)]
             if threads is not None:
                 row.append(cell(threads.get((params_key(rest), p.workers), "?")))
-            row += [short(p.throughput.median, unit), _ratio(p.speedup), percent(p.efficiency), ci]
+            row += [short(p.throughput.median, unit), _ratio(p.speedup) if baseline else "–",
+                    percent(p.efficiency) if baseline else "–", ci]
             table.add_row(*row)
+        if not baseline and points:
+            where = label(rest, swept) if swept else "the experiment"
+            others = [label(r, swept) for r, q in groups if q and q[0].baseline_workers == 1 and r != rest]
+            warnings.append(f"no 1-worker baseline for {where}: its efficiency is not measured (its smallest count "
+                            f"is {points[0].baseline_workers} workers)"
+                            + (f"; {others[0]} has one, but is another configuration" if others else "")
+                            + "; run it at 1 worker too")
+            continue
         warnings += quality.scaling_warnings(points, label(rest, swept) if swept else "")
     if threads is not None and len({t for t in threads.values() if t != "?"}) > 1:
         warnings.append("the threads per replica differ between worker counts: the runs are not like-for-like "

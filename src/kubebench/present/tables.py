@@ -21,7 +21,7 @@ from rich.text import Text
 
 from ..analyse import quality
 from ..numerics.stats import Summary, summarize
-from ..rules import is_telemetry
+from ..rules import is_telemetry, metric_order
 from ..store.records import FAILED_STATES, ExperimentRecord, RunRecord, TrialResults
 from .costs import HEADINGS, cost_metrics, usd
 from .numbers import metric_unit, percent, plural, short, si
@@ -181,6 +181,7 @@ def choose_metrics(found: Sequence[str], declared: Sequence[Mapping[str, object]
     workload's own when none are declared; telemetry only when asked for; the cost per run and per
     item whenever the runs carry them."""
     names = [str(m["name"]) for m in declared]
+    found = metric_order(found)  # after the declared ones: requests, throughputs, latencies …, self-checks last
     if chosen:
         shown = list(dict.fromkeys(chosen))
     else:

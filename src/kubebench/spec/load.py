@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
+import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, get_args
 
@@ -137,8 +140,10 @@ def locate(where: dict[tuple, str], loc: tuple) -> str | None:
 def format_validation_error(
     e: ValidationError, source: str, where: dict[tuple, str], data: Any, root: type[BaseModel]
 ) -> str:
-    """One line per problem: ``file:line:col: field.path: message``."""
-    lines = []
+    """One line per problem, in the file's order: ``file:line:col: field.path: message``, with a
+    "did you mean" for a near miss of a key or a choice; the several errors pydantic gives for one
+    value that fits no member of a union are one line."""
+    found: dict[tuple[str, str], list[str]] = {}
     for err in e.errors():
         loc = _data_path(data, err["loc"], keep_last=err["type"] in ("missing", "extra_forbidden"))
         prefix = locate(where, loc) or source
@@ -147,9 +152,37 @@ def format_validation_error(
         if err["type"] == "missing":
             message = "required key is missing"
         elif err["type"] == "extra_forbidden":
-            message = f"unknown key; allowed keys: {', '.join(allowed_keys(root, err['loc']))}"
-        lines.append(f"{prefix}: {field}: {message}")
-    return "\n".join(lines)
+            allowed = allowed_keys(root, err["loc"])
+            message = f"unknown key{_did_you_mean(str(err['loc'][-1]), allowed)}; allowed keys: {', '.join(allowed)}"
+        elif err["type"] in ("literal_error", "enum"):
+            choices = re.findall(r"'([^']*)'", str(err.get("ctx", {}).get("expected", "")))
+            message += _did_you_mean(str(err.get("input", "")), choices)
+        found.setdefault((prefix, field), []).append(message)
+    lines = [(prefix, f"{prefix}: {field}: {_one_message(messages)}") for (prefix, field), messages in found.items()]
+    return "\n".join(line for _, line in sorted(lines, key=lambda item: _position(item[0])))
+
+
+def _one_message(messages: Sequence[str]) -> str:
+    """The messages of one value as one: ``Input should be a valid boolean, integer or string`` for the
+    members of a union it fits none of."""
+    valid = "Input should be a valid "
+    unique = list(dict.fromkeys(messages))
+    if len(unique) > 1 and all(m.startswith(valid) for m in unique):
+        kinds = [m.removeprefix(valid).split(",")[0] for m in unique]
+        return valid + ", ".join(kinds[:-1]) + " or " + kinds[-1]
+    return "; ".join(unique)
+
+
+def _did_you_mean(given: str, choices: Sequence[str]) -> str:
+    """``; did you mean 'repeats'?`` for a near miss of one of ``choices`` ("" for none)."""
+    close = difflib.get_close_matches(given, choices, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _position(prefix: str) -> tuple:
+    """(file, line, column) of a ``file:line:col`` prefix, for sorting problems in the file's order."""
+    match = re.match(r"^(.*):(\d+):(\d+)$", prefix)
+    return (match[1], int(match[2]), int(match[3])) if match else (prefix, 0, 0)
 
 
 def _data_path(data: Any, loc: tuple, keep_last: bool) -> tuple:

@@ -53,7 +53,8 @@ def connect(api_of: Callable[[], Api], config: KubernetesConfig) -> Api:
         raise
     except KubebenchError as e:
         where = config.kubeconfig or "$KUBECONFIG or ~/.kube/config, or in-cluster"
-        raise PreflightError(f"no Kubernetes cluster to run on ({where}): {e}. Set backend.kubeconfig (and "
+        cause = str(e).rstrip(". ")  # its own full stop, then ours: "found.. Set" (review 2026-12-02 #31)
+        raise PreflightError(f"no Kubernetes cluster to run on ({where}): {cause}. Set backend.kubeconfig (and "
                              "backend.context), or run kubebench inside the cluster") from e
     return api
 
