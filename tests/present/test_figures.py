@@ -30,13 +30,17 @@ def run(trial: str, repeat: int, workers: int, value: float, experiment: str = "
                      warmup=False, status="succeeded", params={"workers": workers}, metrics={"ips": value})
 
 
-def test_error_bars_of_a_throughput_stop_at_zero() -> None:
+def test_a_throughput_whose_ci_reaches_below_zero_gets_no_bar_but_an_open_point() -> None:
+    """Review 2026-12-02 #12: "n too small" trials were drawn as whiskers from 0 to 5000 around values
+    of about 1000, which set the axis; the axis title ran into the chart's title."""
     runs = [run("a", 0, 1, 487.0), run("a", 1, 1, 6401.0), run("b", 0, 2, 1000.0), run("b", 1, 2, 1010.0)]
     figure = metric_vs_parameter(runs, "ips", "workers", "ips vs workers", "images/s")
     (trace,) = figure.data
-    lows = [mean - minus for mean, minus in zip(trace.y, trace.error_y.arrayminus)]
-    assert lows[0] == 0.0 and lows[1] > 0
-    assert figure.layout.yaxis.title.text == "ips (images/s) (mean, 95% CI)"
+    assert trace.error_y.array[0] is None and trace.error_y.arrayminus[0] is None  # n too small: no bar
+    assert trace.error_y.array[1] > 0 and list(trace.marker.symbol) == ["circle-open", "circle"]
+    assert figure.layout.yaxis.title.text == "ips (images/s)"  # short: the caveat is the subtitle
+    assert figure.layout.title.subtitle.text == "mean ± 95% CI of the runs; open points: n too small for a CI"
+    assert figure.layout.yaxis.tickformat == "~s"  # 3k, not 3000
 
 
 def test_the_comparison_chart_shows_the_band_within_which_a_ci_is_unchanged() -> None:

@@ -99,3 +99,26 @@ def test_report_shows_the_cost_of_each_trial_and_of_the_candidate_against_the_ba
     assert "median cost per run: base $0.0160, candidate $0.00800 · $/M tokens candidate/base: 0.500" in text
     assert runner.invoke(app, ["report", "unpriced", "-o", str(path)]).exit_code == 0
     assert "cost (median)" not in path.read_text() and "median cost" not in path.read_text()
+
+
+def test_the_report_gives_the_description_and_names_trials_by_what_varies(tmp_path: Path) -> None:
+    """Review 2026-12-02 #30: no spec description; legends and category labels repeated the fixed
+    parameters (`workers=1, threads=1, steps=10`); cells of one value read `– … –`."""
+    from support import ux_home
+
+    from kubebench.present.report import experiment_section
+    from kubebench.store.store import open_store
+
+    store = open_store(f"sqlite:///{tmp_path / 'kb.db'}")
+    spec = "description: CNN images/s at 1 and 2 workers.\n" + ux_home.CNN_SPEC.replace("repeats: 2", "repeats: 1")
+    ux_home.record(store, "one-1", spec, lambda p, r: ("succeeded", {"images_per_sec": 1000.0 * p["workers"],
+                                                                       "step_time_p50": 0.03}))
+    section = experiment_section(store.experiment("one-1"), store.runs("one-1"), None)
+    tables = "".join(section.tables)
+    assert "<p class='description'>CNN images/s at 1 and 2 workers.</p>" in tables
+    assert "– … –" not in tables and "threads=1, steps=10" in tables  # once, as the fixed parameters
+    names = [trace.name for figure in section.figures for trace in figure.data]
+    box_names = [t.name for f in section.figures for t in f.data if t.type == "box"]
+    assert box_names == ["workers=1, batch_size=16", "workers=1, batch_size=32", "workers=2, batch_size=16",
+                         "workers=2, batch_size=32"]
+    assert not any("threads" in str(n) or "steps" in str(n) for n in names)

@@ -14,6 +14,10 @@ from ..analyse.studies import ScalingPoint
 from ..numerics.stats import Summary, summarize
 from ..rules import COMPARE_THRESHOLD
 from ..store.records import RunRecord
+from .numbers import axis_scale, axis_title
+
+#: A legend below the chart, in the figure's bottom margin: never over the plot nor its axis titles.
+LEGEND_BELOW = {"orientation": "h", "x": 0, "xanchor": "left", "yref": "container", "y": 0, "yanchor": "bottom"}
 
 
 def label(params: dict[str, object], skip: Sequence[str] = ()) -> str:
@@ -28,40 +32,56 @@ def swept_parameters(trials: Sequence[TrialValues]) -> list[str]:
 
 
 def metric_vs_parameter(runs: Sequence[RunRecord], metric: str, parameter: str, title: str, unit: str = "") -> Any:
-    """Mean of ``metric`` with its 95% CI against ``parameter``; one line per other-parameter combination.
+    """Mean of ``metric`` with its 95% CI against ``parameter``; one line per combination of the other
+    swept parameters (the fixed ones are the same on every line: they name none).
 
-    A CI that reaches below zero for a metric whose values cannot be negative is cut at zero (the
-    mean is not negative): the results table says "n too small" for it.
+    A CI that reaches below zero for a metric whose values cannot be negative says only that n is
+    too small (the results table says "n too small"): its point gets no bar, and an open marker.
     """
     import plotly.graph_objects as go
 
     trials = trial_values(runs, metric)
+    swept = swept_parameters(trials)
     lines: dict[str, list[TrialValues]] = {}
     for trial in trials:
-        lines.setdefault(label(trial.params, [parameter]), []).append(trial)
+        lines.setdefault(label(trial.params, [k for k in trial.params if k not in swept or k == parameter]), []).append(trial)
+    scale = axis_scale([summarize(t.values).mean for t in trials], unit)
     figure = go.Figure()
     for name, members in lines.items():
         members = sorted(members, key=lambda t: _sortable(t.params.get(parameter)))
         stats = [summarize(t.values) for t in members]
+        small = [ci_crosses_zero(s) for s in stats]
         figure.add_trace(go.Scatter(
-            x=[str(t.params.get(parameter)) for t in members], y=[s.mean for s in stats], name=name,
-            mode="lines+markers",
+            x=[str(t.params.get(parameter)) for t in members], y=[s.mean * scale.factor for s in stats],
+            name=name if len(lines) > 1 else metric, mode="lines+markers",
+            marker={"symbol": ["circle-open" if tiny else "circle" for tiny in small], "size": 8},
             error_y={"type": "data", "symmetric": False,
-                     "array": [_gap(s.ci_high - s.mean) for s in stats],
-                     "arrayminus": [_gap(s.mean - _low(s)) for s in stats]},
+                     "array": [None if tiny else _gap((s.ci_high - s.mean) * scale.factor) for s, tiny in zip(stats, small)],
+                     "arrayminus": [None if tiny else _gap((s.mean - s.ci_low) * scale.factor)
+                                    for s, tiny in zip(stats, small)]},
         ))
-    figure.update_layout(title=title, xaxis_title=parameter, yaxis_title=f"{metric}{_in(unit)} (mean, 95% CI)")
+    caveat = "; open points: n too small for a CI" if any(ci_crosses_zero(summarize(t.values)) for t in trials) else ""
+    figure.update_layout(title={"text": title, "subtitle": {"text": f"mean ± 95% CI of the runs{caveat}"}},
+                         xaxis_title=parameter, yaxis_title=axis_title(metric, scale.unit),
+                         yaxis_tickformat=scale.tickformat or None, showlegend=len(lines) > 1,
+                         margin={"t": 80}, legend=LEGEND_BELOW)
     return figure
 
 
 def distributions(runs: Sequence[RunRecord], metric: str, title: str, unit: str = "") -> Any:
-    """Every run's value per trial, as box plots with the points shown."""
+    """Every run's value per trial (named by its swept parameters), as box plots with the points shown."""
     import plotly.graph_objects as go
 
+    trials = trial_values(runs, metric)
+    swept = swept_parameters(trials)
+    scale = axis_scale([v for t in trials for v in t.values], unit)
     figure = go.Figure()
-    for trial in trial_values(runs, metric):
-        figure.add_trace(go.Box(y=list(trial.values), name=label(trial.params), boxpoints="all", jitter=0.4))
-    figure.update_layout(title=title, yaxis_title=f"{metric}{_in(unit)}", showlegend=False)
+    for trial in trials:
+        figure.add_trace(go.Box(y=[v * scale.factor for v in trial.values],
+                                name=label(trial.params, [k for k in trial.params if k not in swept]),
+                                boxpoints="all", jitter=0.4))
+    figure.update_layout(title=title, yaxis_title=axis_title(metric, scale.unit),
+                         yaxis_tickformat=scale.tickformat or None, showlegend=False)
     return figure
 
 
@@ -72,9 +92,12 @@ def scaling_curve(groups: Sequence[tuple[dict[str, object], list[ScalingPoint]]]
 
     figure = go.Figure()
     groups = [(rest, points) for rest, points in groups if points and points[0].baseline_workers == 1]
+    names = list(dict.fromkeys(k for rest, _ in groups for k in rest))
+    fixed = [k for k in names if len({params_key({k: rest.get(k)}) for rest, _ in groups}) == 1]
     for rest, points in groups:  # a configuration without a 1-worker run has no efficiency to draw
         figure.add_trace(go.Scatter(
-            x=[p.workers for p in points], y=[p.efficiency for p in points], name=label(rest),
+            x=[p.workers for p in points], y=[p.efficiency for p in points],
+            name=label(rest, fixed) if len(groups) > 1 else "measured",
             mode="lines+markers",
             error_y={"type": "data", "symmetric": False,
                      "array": [_gap(p.efficiency_ci[1] - p.efficiency) for p in points],
@@ -84,7 +107,8 @@ def scaling_curve(groups: Sequence[tuple[dict[str, object], list[ScalingPoint]]]
     figure.add_trace(go.Scatter(x=workers, y=[1.0] * len(workers), name="ideal", mode="lines",
                                 line={"dash": "dash", "color": "grey"}))
     figure.update_layout(title=title, xaxis_title=workers_param, yaxis_title="efficiency (95% CI)",
-                         yaxis_tickformat=".0%", xaxis={"tickmode": "array", "tickvals": workers})
+                         yaxis_tickformat=".0%", xaxis={"tickmode": "array", "tickvals": workers}, legend=LEGEND_BELOW,
+                         margin={"b": 110})
     return figure
 
 

@@ -19,7 +19,7 @@ from ..rules import COMPARE_THRESHOLD, worker_parameters
 from ..store.records import ExperimentRecord, RunRecord
 from . import figures
 from .costs import comparison_line, cost_html
-from .numbers import metric_unit, percent, short, si
+from .numbers import metric_unit, percent, short, si, si_range
 
 
 @dataclass
@@ -37,6 +37,9 @@ def experiment_section(record: ExperimentRecord, runs: Sequence[RunRecord], metr
     name = metric or record.primary_metric() or _any_metric(runs)
     unit = _unit(record, name)
     section = Section(f"{record.id} — {record.name} ({record.backend})")
+    text = _description(record)
+    if text:  # what the benchmark is, as its spec says (review 2026-12-02 #30)
+        section.tables.append(f"<p class='description'>{html.escape(text)}</p>")
     section.tables.append(results_html(runs, name, unit))
     trials = trial_values(runs, name)
     swept = figures.swept_parameters(trials)
@@ -48,8 +51,8 @@ def experiment_section(record: ExperimentRecord, runs: Sequence[RunRecord], metr
     if len(workers) == 1:
         groups = scaling(runs, name, workers[0])
         section.figures.append(figures.scaling_curve(groups, f"scaling efficiency over {workers[0]}", workers[0]))
-        section.tables.append(_warnings([w for rest, points in groups
-                                         for w in quality.scaling_warnings(points, figures.label(rest))]))
+        section.tables.append(_warnings([w for rest, points in groups for w in quality.scaling_warnings(
+            points, figures.label(rest, [k for k in rest if k not in swept]))]))
     # latency vs load, goodput, frontier, capacity (serving runs only)
     from .serving import serving_parts
 
@@ -106,7 +109,7 @@ def results_html(runs: Sequence[RunRecord], metric: str, unit: str = "") -> str:
     for trial in trials:
         s = summarize(trial.values, failed=trial.failed)
         summaries[figures.label(trial.params, [k for k in trial.params if k not in swept])] = s
-        ci = "n too small" if quality.ci_crosses_zero(s) else f"{si(s.ci_low, unit)} … {si(s.ci_high, unit)}"
+        ci = "n too small" if quality.ci_crosses_zero(s) else si_range(s.ci_low, s.ci_high, unit)
         body.append([figures.label(trial.params, [k for k in trial.params if k not in swept]), str(s.n),
                      str(s.failed), si(s.mean, unit), si(s.median, unit), percent(s.cv), ci,
                      si(s.olympic_mean, unit), si(s.min, unit), si(s.max, unit)])
@@ -146,6 +149,14 @@ def write_report(path: Path, sections: Sequence[Section], title: str) -> None:
         path.write_text(render_report(sections, title), encoding="utf-8")
     except OSError as e:
         raise SpecError(f"{path}: cannot write the report: {e.strerror or e}") from e
+
+
+def _description(record: ExperimentRecord) -> str:
+    """The spec's ``description:`` ("" when it has none)."""
+    from .serving import spec_of
+
+    found = spec_of(record).get("description")
+    return found.strip() if isinstance(found, str) else ""
 
 
 def _any_metric(runs: Sequence[RunRecord]) -> str:
@@ -195,5 +206,6 @@ th, td { border: 1px solid #ccc; padding: 0.25rem 0.6rem; text-align: right; }
 th:first-child, td:first-child, th.text, td.text { text-align: left; }
 section { margin-bottom: 3rem; }
 .meta { color: #777; }
+.description { max-width: 80ch; white-space: pre-line; }
 .warning { color: #8a5a00; background: #fff6e0; padding: 0.3rem 0.6rem; border-left: 3px solid #e0a000; }
 """
