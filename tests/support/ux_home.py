@@ -62,6 +62,13 @@ metrics:
   - {name: server_valid, goal: maximize}
 """
 
+FAILING_SPEC = """\
+name: crashes
+job: {command: [python, -c, "import sys; sys.exit({{ n }} - 1)"]}
+parameters: {n: [1, 2], model: small}
+metrics: [{name: v}]
+"""
+
 CNN_SPEC = """\
 name: pytorch-cnn
 job: {command: [python, -m, kubebench.workloads.cnn]}
@@ -88,12 +95,14 @@ metrics:
   - {{name: latency_p50, unit: s, goal: minimize}}
 """
 
-Outcome = Callable[[dict, int], tuple[str, dict[str, float]]]
+Outcome = Callable[[dict, int], tuple]
 
 
 def record(store, exp_id: str, spec_text: str, outcome: Outcome, *, created_at: float | None = None,
-           labels: dict[str, str] | None = None, source: str = "") -> None:
-    """An experiment of ``spec_text`` whose run of (params, repeat) ends as ``outcome`` → (status, metrics)."""
+           labels: dict[str, str] | None = None, source: str = "", folder=None) -> None:
+    """An experiment of ``spec_text`` whose run of (params, repeat) ends as ``outcome`` → (status, metrics)
+    or (status, metrics, log, info); a run left ``pending`` is never started. With ``folder``, each run
+    gets a folder there (``output/`` made) as its path."""
     from kubebench.plan.plan import make_plan
     from kubebench.spec.model import BenchmarkSpec
     from kubebench.store.records import ExperimentRecord, RunResult
@@ -107,11 +116,18 @@ def record(store, exp_id: str, spec_text: str, outcome: Outcome, *, created_at: 
         labels=labels or {}), plan)
     results = []
     for run in plan.runs:
-        status, metrics = outcome(run.trial.params, run.repeat)
-        store.start_run(run.id, "")
-        results.append(RunResult(run_id=run.id, status=status, metrics=metrics, finished_at=now,
-                                 reason="" if status == "succeeded" else "worker-0 exited with code 1",
-                                 exit_code=0 if status == "succeeded" else 1))
+        found = outcome(run.trial.params, run.repeat)
+        status, metrics, log, info = (*found, *("", {})[len(found) - 2:])
+        if status == "pending":
+            continue
+        path = ""
+        if folder is not None:
+            (folder / run.id / "output").mkdir(parents=True, exist_ok=True)
+            path = str(folder / run.id)
+        store.start_run(run.id, path)
+        reason = {"succeeded": "", "cancelled": "cancelled by the user"}.get(status, "worker-0 exited with code 1")
+        results.append(RunResult(run_id=run.id, status=status, metrics=metrics, finished_at=now, reason=reason,
+                                 exit_code={"succeeded": 0, "cancelled": None}.get(status, 1), log_tail=log, info=info))
     store.finish_runs(results)
 
 
@@ -152,7 +168,13 @@ def build(store, now: float | None = None) -> None:
     record(store, CNN, CNN_SPEC, _cnn, created_at=now - 500)
     record(store, SERVING, SERVING_SPEC, _serving, created_at=now - 400)
     record(store, INFERENCE, INFERENCE_SPEC, _inference, created_at=now - 300)
-    for i, exp_id in enumerate(NIGHTLY):
+    nightly_series(store, now - 200)
+
+
+def nightly_series(store, start: float, name: str = "nightly") -> list[str]:
+    """The nightly series (versions 1.0 … 1.5, a −9.1% step of n=20000 at 1.3), as ``name``; its ids."""
+    ids = NIGHTLY if name == "nightly" else [f"{name}-1{i}" for i in range(6)]
+    for i, exp_id in enumerate(ids):
         slow = 1.0 if i < 3 else 1.1
         wobble = (1, -1, 0.5, -0.5, 1, 0)[i] * 0.0005
 
@@ -161,5 +183,6 @@ def build(store, now: float | None = None) -> None:
             level /= slow if params["n"] == 20000 else 1.0
             return "succeeded", {"ops_per_sec": level, "latency_p50": 1 / level * 2e4}
 
-        record(store, exp_id, NIGHTLY_SPEC.format(slow=slow), nightly, created_at=now - 200 + 20 * i,
-               labels={"version": f"1.{i}", "commit": f"c1{i}"}, source="nightly.yaml")
+        record(store, exp_id, NIGHTLY_SPEC.format(slow=slow).replace("name: nightly", f"name: {name}"), nightly,
+               created_at=start + 20 * i, labels={"version": f"1.{i}", "commit": f"c1{i}"}, source="nightly.yaml")
+    return ids

@@ -99,9 +99,9 @@ def history_api(request: Request, name: str,
 @router.get("/api/sparklines", tags=["api"])
 def sparklines(request: Request, ids: Annotated[str, Query(description="comma-separated experiment ids", max_length=8000)],
                points: Annotated[int, Query(ge=2, le=100)] = 20) -> dict:
-    """Per experiment: its primary metric's median (first trial) and that trial's recent history in its series."""
-    from ..store.series import recent_experiments, trial_key, trial_runs
-
+    """Per experiment: its primary metric's median (first trial), that trial's recent history in its series
+    (the trial named by the parameters that vary within an experiment, as ``kubebench history`` names it:
+    a fixed parameter changed between nights is the same trial), and the last change found in it."""
     store = _store(request)
     wanted = [i for i in ids.split(",") if i][:500]
     answer = {}
@@ -110,23 +110,67 @@ def sparklines(request: Request, ids: Annotated[str, Query(description="comma-se
             record = store.experiment(exp_id)
         except NotFoundError:
             continue
-        metric = record.primary_metric()
-        if metric is None:
-            continue
-        recent = recent_experiments(store, record.series or record.name, record.created_at, points)
-        runs = trial_runs(store, recent)
-        mine = runs.get(exp_id)
-        if not mine:
-            continue
-        key = trial_key(mine[0][0])
-        line = []
-        for other in recent:
-            trial = next((vals for p, vals in runs.get(other, []) if trial_key(p) == key), [])
-            values = [m[metric] for m in trial if metric in m]
-            line.append(statistics.median(values) if values else None)
-        answer[exp_id] = {"metric": metric, "series": record.series or record.name, "value": line[-1],
-                          "history": line, "experiments": recent}
+        trend = _trend(store, record, points)
+        if trend is not None:
+            answer[exp_id] = trend
     return answer
+
+
+def _trend(store, record, points: int) -> dict | None:
+    """The sparkline of one experiment (see :func:`sparklines`); None without a primary metric or values."""
+    from ..analyse.changepoint import detect
+    from ..analyse.history import DEFAULT_THRESHOLD
+    from ..present.numbers import metric_unit
+    from ..store.series import accepted_changes, recent_experiments, swept_parameters, trial_key, trial_runs
+
+    metric = record.primary_metric()
+    if metric is None:
+        return None
+    series = record.series or record.name
+    recent = recent_experiments(store, series, record.created_at, points)
+    runs = trial_runs(store, recent)
+    mine = runs.get(record.id)
+    if not mine:
+        return None
+    swept = swept_parameters((other, params) for other in recent for params, _ in runs.get(other, []))
+    def key(params: dict) -> str:
+        return trial_key({k: v for k, v in params.items() if k in swept})
+
+    wanted = key(mine[0][0])
+    values = []
+    for other in recent:
+        trial = next((vals for params, vals in runs.get(other, []) if key(params) == wanted), [])
+        values.append([m[metric] for m in trial if metric in m])
+    line = [statistics.median(v) if v else None for v in values]
+    goal = record.metric_goal(metric)[1]
+    known = [i for i, v in enumerate(values) if v]
+    accepted = {e.experiment_id for e in accepted_changes(store, series) if e.metric in ("", metric)}
+    found = detect([values[i] for i in known], goal=goal, threshold=DEFAULT_THRESHOLD,
+                   accepted={n for n, i in enumerate(known) if recent[i] in accepted})
+    last = next((c for c in reversed(found) if not c.accepted), None)
+    change = None if last is None else {"experiment": recent[known[last.index]], "verdict": last.comparison.verdict,
+                                        "change": last.comparison.ratio - 1}
+    unit = next((str(m.get("unit") or "") for m in record.declared_metrics() if m["name"] == metric), "")
+    return {"metric": metric, "series": series, "value": line[-1], "history": line, "experiments": recent,
+            "goal": goal, "unit": metric_unit(metric, unit), "change": change}
+
+
+class AcceptRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    experiment: str = Field(max_length=200, description="the experiment where the intended change starts")
+    metric: str = Field("", max_length=200, description="only this metric (default: every metric)")
+    note: str = Field("", max_length=4000, description="why the level changed")
+
+
+@router.post("/api/history/{name}/accept", tags=["api"], dependencies=[Depends(require_writer)])
+def accept(request: Request, name: str, body: AcceptRequest) -> dict:
+    """Mark a step change as intended, as ``kubebench history accept`` does: later detections and
+    ``check`` measure against the new level."""
+    from ..store.series import accept_change, resolve_series
+
+    store = _store(request)
+    change = accept_change(store, resolve_series(store, name), body.experiment, body.metric, body.note)
+    return {"series": change.series, "experiment": change.experiment_id, "metric": change.metric, "note": change.note}
 
 
 class NoteRequest(BaseModel):
@@ -146,11 +190,38 @@ def put_notes(request: Request, experiment_id: str, body: NoteRequest) -> dict:
 @router.get("/api/table", tags=["api"])
 def table_api(request: Request,
               q: Annotated[str, Query(description="filter, e.g. params.bs >= 32 and labels.version = \"1.4.2\"", max_length=2000)] = "",
-              limit: Annotated[int, Query(ge=1, le=2000, description="newest experiments read")] = 200) -> dict:
-    """Rows of experiment × trial (newest first) that match ``q``, with the metrics' goals."""
+              limit: Annotated[int, Query(ge=1, le=2000, description="newest experiments read")] = 200,
+              benchmark: Annotated[str | None, Query(description="only this benchmark (spec name); "
+                                                     "`*`: every benchmark; default: the one run last")] = None,
+              ) -> dict:
+    """Rows of experiment × trial (newest first) of one benchmark that match ``q``, with the metrics'
+    goals and units, and the benchmarks there are (newest first): a union of every benchmark's
+    parameters and metrics is a table of empty columns (review 2026-12-02 #17)."""
     from ..analyse.query import parse
-    from .table import table_rows
+    from .table import benchmark_names, table_rows
 
     keep = parse(q)
-    rows, goals = table_rows(_store(request), limit)
-    return {"rows": [r for r in rows if keep(r)], "goals": goals, "total": len(rows)}
+    store = _store(request)
+    names = benchmark_names(store)
+    chosen = None if benchmark == "*" else benchmark or (names[0] if names else None)
+    rows, goals, units = table_rows(store, limit, chosen)
+    _check_fields(q, rows)
+    return {"rows": [r for r in rows if keep(r)], "goals": goals, "units": units, "total": len(rows),
+            "benchmark": chosen or "*", "benchmarks": names}
+
+
+def _check_fields(q: str, rows: list[dict]) -> None:
+    """422 for a ``params.`` or ``metrics.`` name no row has (a typo gave "0 rows" silently), with the
+    nearest name there is."""
+    import difflib
+    import re
+
+    from fastapi import HTTPException
+
+    for section, name in re.findall(r"\b(params|metrics)\.([\w.\-]+)", q):
+        known = sorted({k for r in rows for k in r[section]})
+        if rows and name not in known:
+            close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+            hint = f" (did you mean {section}.{close[0]}?)" if close else f"; {section}: {', '.join(known) or 'none'}"
+            raise HTTPException(422, f"unknown {section[:-1] if section == 'params' else 'metric'} {name!r} in "
+                                     f"these rows{hint}")

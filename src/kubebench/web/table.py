@@ -11,18 +11,35 @@ ENV_PREFIXES = ("host", "node", "gpu", "cuda", "driver", "image", "python", "pac
                 "backend", "git")
 
 
-def table_rows(store, limit: int) -> tuple[list[dict], dict[str, str]]:
-    """(rows, goal of each metric) of the newest ``limit`` experiments (four queries in all)."""
+def benchmark_names(store) -> list[str]:
+    """Every benchmark (spec name) in the store, the one run most recently first."""
+    from sqlalchemy import func, select
+
+    from ..store import schema
+    from ..store.engine import transaction
+
+    e = schema.experiments
+    query = select(e.c.name).group_by(e.c.name).order_by(func.max(e.c.created_at).desc())
+    with transaction(store.engine, "read benchmarks") as conn:
+        return list(conn.scalars(query))
+
+
+def table_rows(store, limit: int, name: str | None = None) -> tuple[list[dict], dict[str, str], dict[str, str]]:
+    """(rows, goal of each metric, unit of each metric) of the newest ``limit`` experiments (of
+    benchmark ``name`` when given); a metric's unit is the newest declaration's, else read from its name."""
+    from ..present.numbers import metric_unit
     from ..store.series import environments_of, notes, trial_runs
 
-    records = store.experiments(limit)
+    records = store.experiment_page(name=name, limit=limit).items if name else store.experiments(limit)
     ids = [r.id for r in records]
     runs, envs, annotated = trial_runs(store, ids), environments_of(store, ids), notes(store, ids)
     goals: dict[str, str] = {}
+    declared: dict[str, str] = {}
     rows = []
     for record in records:
         for metric in record.declared_metrics():
             goals.setdefault(str(metric["name"]), str(metric.get("goal", "maximize")))
+            declared.setdefault(str(metric["name"]), str(metric.get("unit") or ""))
         env = {k: _short(v) for k, v in flatten(envs.get(record.id) or {}).items() if k.startswith(ENV_PREFIXES)}
         extra = annotated.get(record.id, {"note": "", "tags": []})
         experiment = {"id": record.id, "name": record.name, "series": record.series, "state": record.state,
@@ -35,7 +52,8 @@ def table_rows(store, limit: int) -> tuple[list[dict], dict[str, str]]:
             rows.append({"experiment": experiment, "trial": index, "params": params, "metrics": metrics,
                          "runs": len(values), "labels": record.labels, "tags": extra["tags"], "note": extra["note"],
                          "env": env})
-    return rows, goals
+    units = {m: metric_unit(m, declared.get(m, "")) for m in {k for r in rows for k in r["metrics"]}}
+    return rows, goals, units
 
 
 def _short(value: object) -> object:

@@ -75,7 +75,7 @@ function render(page, state) {
   clear(body);
   if (!page.items.length) {
     const text = Object.keys(state.filters).length ? "No experiment matches these filters." : "No experiments yet: launch one.";
-    body.append(el("tr", { class: "placeholder" }, el("td", { colspan: 9 }, text)));
+    body.append(el("tr", { class: "placeholder" }, el("td", { colspan: 8 }, text)));
   }
   for (const item of page.items) body.append(row(item));
   fillTrends(body, page.items.map((item) => item.id),  // after the table: it never delays it
@@ -94,16 +94,28 @@ function row(item) {
     ? el("button", { type: "button", class: "danger small", dataset: { cancel: item.id }, onclick: () => cancelExperiment(item.id),
       "aria-label": `Cancel ${item.id}` }, "Cancel")
     : null;
+  // the name only where the id does not start with it (it is the id's prefix, review 2026-12-02 #26);
+  // data-label: what a cell is when a narrow screen shows each row as a card
+  const name = item.id.startsWith(item.name) ? null : el("div", { class: "muted exp-name" }, item.name);
   return el("tr", { dataset: { id: item.id, state: item.state, partial: item.partial ? "1" : "0" } },
-    el("td", {}, link),
-    el("td", {}, item.name),
-    el("td", {}, stateBadge(item)),
-    el("td", {}, item.backend),
-    el("td", {}, progressBar(item.runs_by_status, item.runs)),
-    el("td", { class: "trend", dataset: { trend: item.id } }),
-    el("td", { "data-sort": item.created_at }, fmtTime(item.created_at)),
-    el("td", { "data-sort": item.updated_at }, fmtTime(item.updated_at)),
-    el("td", {}, cancel));
+    el("td", { class: "exp-cell" }, link, name),
+    el("td", { class: "state-cell", dataset: { label: "state" } }, stateBadge(item)),
+    el("td", { class: "backend-cell", dataset: { label: "backend" } }, item.backend),
+    el("td", { class: "runs-cell", dataset: { label: "runs" } }, progressBar(item.runs_by_status, item.runs)),
+    el("td", { class: "trend", dataset: { trend: item.id, label: "primary metric" } }),
+    el("td", { class: "when", "data-sort": item.created_at, dataset: { label: "created" }, title: fmtTime(item.created_at) },
+      fmtWhen(item.created_at)),
+    el("td", { class: "when", "data-sort": item.updated_at, dataset: { label: "updated" }, title: fmtTime(item.updated_at) },
+      fmtWhen(item.updated_at)),
+    el("td", { class: "actions-cell" }, cancel));
+}
+
+/** ``12-02 01:28`` this year, ``2025-12-02`` before: one short line (the full time on hover). */
+function fmtWhen(seconds) {
+  const d = new Date(seconds * 1000);
+  const pad = (x) => String(x).padStart(2, "0");
+  if (d.getFullYear() !== new Date().getFullYear()) return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}`;
+  return `${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}`;
 }
 
 function renderCounts(counts, total, active) {

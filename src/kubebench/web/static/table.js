@@ -2,7 +2,7 @@
 // environment), sort on any, filter with the query language of /api/table, select rows to compare,
 // the best row by a metric highlighted, parallel coordinates of the parameters → that metric, and
 // notes and tags on experiments (saved with the server's token).
-import { el, fmtNum, fmtTime, fmtValue, getJson, send, showError, showFlash, sortableHead } from "./common.js";
+import { el, fmtShort, fmtSi, fmtTime, fmtValue, getJson, headerUnit, send, showError, showFlash, sortableHead } from "./common.js";
 import { drawEmpty } from "./plots.js";
 import { svg } from "./sparklines.js";
 
@@ -10,6 +10,7 @@ const form = document.getElementById("table-form");
 const queryInput = document.getElementById("table-query");
 const limitInput = document.getElementById("table-limit");
 const bestSelect = document.getElementById("table-best");
+const benchmarkSelect = document.getElementById("table-benchmark");
 const errorBox = document.getElementById("table-error");
 const table = document.getElementById("runs-table");
 const choices = document.getElementById("column-choices");
@@ -18,7 +19,7 @@ const onlyButton = document.getElementById("only-selected");
 const SECTIONS = ["params", "metrics", "labels", "env"];
 const DEFAULT_SHOWN = new Set(["params", "metrics", "labels"]);
 
-let data = { rows: [], goals: {} };
+let data = { rows: [], goals: {}, units: {} };
 const selected = new Set();
 const hidden = new Set(JSON.parse(localStorage.getItem("kubebench.table.hidden") || "[]"));
 let onlySelected = false;
@@ -60,10 +61,16 @@ function bestRow(rows, metric) {
   return best;
 }
 
-function cell(value, numeric) {
+function cell(value, numeric, unit = "") {
   if (value === undefined || value === null) return el("td", { "data-sort": "" }, "");
-  if (numeric && typeof value === "number") return el("td", { class: "num", "data-sort": value }, fmtNum(value));
+  if (numeric && typeof value === "number") return el("td", { class: "num", "data-sort": value }, fmtShort(value, unit));
   return el("td", {}, fmtValue(value));
+}
+
+/** A column's heading: ``metrics.latency_p99``, with the unit its cells leave to it. */
+function heading(column) {
+  const unit = column.section === "metrics" ? headerUnit((data.units || {})[column.name] || "") : "";
+  return unit ? `${column.id} (${unit})` : column.id;
 }
 
 function noteCell(row) {
@@ -95,7 +102,7 @@ function render() {
   const metric = bestSelect.value;
   const best = metric ? bestRow(rows, metric) : null;
   const head = sortableHead(table, [{ label: "✓" }, { label: "experiment" }, { label: "created" }, { label: "trial", num: true },
-    ...columns.map((c) => ({ label: c.id, num: c.section === "metrics" })), { label: "tags · note" }]);
+    ...columns.map((c) => ({ label: heading(c), num: c.section === "metrics" })), { label: "tags · note" }]);
   const body = el("tbody", {}, ...rows.map((r) => el("tr", { class: r === best ? "best" : "", dataset: { key: rowKey(r) },
     title: r === best ? `best ${metric} (${data.goals[metric] || "maximize"})` : null },
     el("td", {}, el("input", { type: "checkbox", checked: selected.has(rowKey(r)), "aria-label": `Select ${rowKey(r)}`,
@@ -104,7 +111,7 @@ function render() {
       " ", el("a", { href: `/history/${encodeURIComponent(r.experiment.id)}`, class: "muted", title: "history of its series" }, "↗")),
     el("td", { "data-sort": r.experiment.created_at }, fmtTime(r.experiment.created_at)),
     cell(r.trial, true),
-    ...columns.map((c) => cell((r[c.section] || {})[c.name], c.section === "metrics")),
+    ...columns.map((c) => cell((r[c.section] || {})[c.name], c.section === "metrics", (data.units || {})[c.name])),
     noteCell(r))));
   if (!rows.length) body.append(el("tr", { class: "placeholder" }, el("td", { colspan: columns.length + 5 }, "No row matches.")));
   table.replaceChildren(head, body);
@@ -127,7 +134,8 @@ function updateButtons() {
 function dimension(label, values) {
   if (values.every((v) => typeof v === "number" && Number.isFinite(v))) {
     const low = Math.min(...values), high = Math.max(...values);
-    return { label, values, low, high, ticks: [[low, fmtNum(low)], [high, fmtNum(high)]] };
+    const unit = (data.units || {})[label] || "";
+    return { label, values, low, high, ticks: [[low, fmtSi(low, unit)], [high, fmtSi(high, unit)]] };
   }
   const levels = [...new Set(values.map((v) => fmtValue(v)))].sort();
   return { label, values: values.map((v) => levels.indexOf(fmtValue(v))), low: 0, high: Math.max(1, levels.length - 1),
@@ -156,7 +164,7 @@ function renderParcoords(rows, metric) {
     const good = goal === "minimize" ? 1 - share : share; // yellow is better, as the best row
     const line = svg("polyline", { points: dims.map((d, i) => `${x(i).toFixed(1)},${y(d, d.values[row]).toFixed(1)}`).join(" "),
       fill: "none", stroke: `hsl(${(270 - 210 * good).toFixed(0)} 70% 45%)`, "stroke-width": "1.3", opacity: "0.8" });
-    line.append(svg("title", {}, `${r.experiment.id} · ${metric} ${fmtNum(r.metrics[metric])}`));
+    line.append(svg("title", {}, `${r.experiment.id} · ${metric} ${fmtSi(r.metrics[metric], (data.units || {})[metric] || "")}`));
     box.append(line);
   });
   dims.forEach((d, i) => {
@@ -177,8 +185,15 @@ async function load() {
   queryInput.value = query.get("q") || "";
   limitInput.value = query.get("limit") || "200";
   errorBox.hidden = true;
+  const benchmark = query.get("benchmark") || "";
   try {
-    data = await getJson(`/api/table?${new URLSearchParams({ q: queryInput.value, limit: limitInput.value })}`);
+    const params = new URLSearchParams({ q: queryInput.value, limit: limitInput.value });
+    if (benchmark) params.set("benchmark", benchmark);
+    data = await getJson(`/api/table?${params}`);
+    // one benchmark at a time (the one run last, unless chosen): every benchmark's columns at once
+    // were mostly empty (review 2026-12-02 #17)
+    benchmarkSelect.replaceChildren(...data.benchmarks.map((b) => el("option", { value: b, selected: b === data.benchmark }, b)),
+      el("option", { value: "*", selected: data.benchmark === "*" }, "every benchmark"));
     const metrics = Object.keys(data.goals);
     const wanted = query.get("best") || bestSelect.value || metrics[0] || "";
     bestSelect.replaceChildren(el("option", { value: "" }, "—"),
@@ -187,13 +202,17 @@ async function load() {
     render();
   } catch (error) {
     showError(errorBox, error);
+    // not "Loading…" forever: the table says why it is empty
+    table.replaceChildren(el("tbody", {}, el("tr", { class: "placeholder" }, el("td", {}, `No rows: ${error.message}`))));
     table.dataset.ready = "1";
   }
 }
 
+benchmarkSelect.addEventListener("change", () => form.requestSubmit());
 form.addEventListener("submit", (event) => {
   event.preventDefault();
-  const query = new URLSearchParams({ q: queryInput.value, limit: limitInput.value, best: bestSelect.value });
+  const query = new URLSearchParams({ q: queryInput.value, limit: limitInput.value, best: bestSelect.value,
+    benchmark: benchmarkSelect.value });
   history.pushState(null, "", `/table?${query}`);
   load();
 });
