@@ -79,10 +79,10 @@ def test_sparklines_give_each_experiment_its_trials_recent_medians(client) -> No
 
 
 def test_runs_table_filters_with_the_query_language(client) -> None:
-    answer = client.get("/api/table", params={"q": 'params.bs >= 16 and labels.version = "1.3"'}).json()
+    answer = client.get("/api/table", params={"q": 'params.bs >= 16 and labels.version = "1.3"', "benchmark": "*"}).json()
     assert [(r["experiment"]["id"], r["params"]) for r in answer["rows"]] == [("e03", {"bs": 16})]
     assert answer["goals"] == {"ips": "maximize", "loss": "minimize"} and answer["total"] == 49
-    gpu = client.get("/api/table", params={"q": "env.gpu.name = A100 and params.bs = 8"}).json()["rows"]
+    gpu = client.get("/api/table", params={"q": "env.gpu.name = A100 and params.bs = 8"}).json()["rows"]  # bench
     assert sorted(r["experiment"]["id"] for r in gpu) == ["e20", "e21", "e22", "e23"]
     bad = client.get("/api/table", params={"q": "params.bs >="})
     assert bad.status_code == 422 and "expected a value after '>='" in bad.json()["detail"]
@@ -93,7 +93,7 @@ def test_notes_and_tags_need_the_token(client) -> None:
     assert client.put("/api/experiments/e01/notes", json=body).status_code == 401
     saved = client.put("/api/experiments/e01/notes", json=body, headers={"Authorization": f"Bearer {WEB_TOKEN}"})
     assert saved.json() == {"note": "warm cache", "tags": ["gpu", "nightly"]}
-    rows = client.get("/api/table", params={"q": "tags.any = nightly"}).json()["rows"]
+    rows = client.get("/api/table", params={"q": "tags.any = nightly", "benchmark": "*"}).json()["rows"]
     assert {r["experiment"]["id"] for r in rows} == {"e01"} and rows[0]["note"] == "warm cache"
     assert client.put("/api/experiments/nope/notes", json=body,
                       headers={"Authorization": f"Bearer {WEB_TOKEN}"}).status_code == 404

@@ -129,7 +129,7 @@ def test_launch_watch_plot_logs_and_files(browsing, fresh_live):
     assert page.locator("#trials-table tbody tr").count() == 2
     assert page.locator("#runs-table tbody tr[data-status='succeeded']").count() == 4
     means = page.locator("#trials-table tbody tr td:nth-child(5)").all_text_contents()
-    assert [m.split(" ")[0] for m in means] == ["1.5", "3"]
+    assert [m.split(" ")[0] for m in means] == ["1.50", "3.00"]  # one formatter: 3 significant digits
     # the metric-vs-parameter plot and the distributions rendered as SVG traces with CI bars
     assert page.locator("#plot-param-workers.js-plotly-plot .scatterlayer .trace").count() == 1
     assert page.locator("#plot-param-workers .errorbar").count() == 2

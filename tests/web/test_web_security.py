@@ -26,7 +26,7 @@ def state_changes(app) -> list[tuple[str, str]]:
     for path, operations in app.openapi()["paths"].items():
         for method in operations:
             if method.upper() not in ("GET", "HEAD", "OPTIONS"):
-                found.append((method.upper(), path.replace("{experiment_id}", "web-demo-base")))
+                found.append((method.upper(), path.replace("{experiment_id}", "web-demo-base").replace("{name}", "web-demo-base")))
     return found
 
 
@@ -46,7 +46,8 @@ def send(client, method: str, path: str, **kwargs):
 def test_the_api_has_the_state_changes_of_the_contract(web_client) -> None:
     assert set(state_changes(web_client.app)) == {
         ("POST", "/api/experiments"), ("POST", "/api/experiments/web-demo-base/cancel"),
-        ("DELETE", "/api/experiments/web-demo-base"), ("PUT", "/api/experiments/web-demo-base/notes")}
+        ("DELETE", "/api/experiments/web-demo-base"), ("PUT", "/api/experiments/web-demo-base/notes"),
+        ("POST", "/api/history/web-demo-base/accept")}
 
 
 @pytest.mark.parametrize("headers", [
