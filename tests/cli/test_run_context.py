@@ -45,6 +45,8 @@ def test_a_failed_run_ends_with_its_last_log_line_and_a_pointer_to_show(home: Pa
     progress = [line for line in out.splitlines() if line.startswith("✗ ")]
     assert progress == ["✗ n=2 (repeat 0): failed: worker-0 exited with code 1"]  # the swept parameter only
     assert "│ CUDA error: out of memory" in out  # the log's last line under it
+    (bar,) = [line for line in out.splitlines() if " eta " in line]  # #25: the time left, and what differs
+    assert bar.startswith("n=") and "model=small" not in bar and "2/2" in bar
     failures = out.split("failed runs")[1]
     assert "worker-0 exited with code 1" in failures and "CUDA error: out of memory" in failures
     assert "see: kubebench show crash-1" in out

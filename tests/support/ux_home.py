@@ -101,7 +101,7 @@ Outcome = Callable[[dict, int], tuple]
 def record(store, exp_id: str, spec_text: str, outcome: Outcome, *, created_at: float | None = None,
            labels: dict[str, str] | None = None, source: str = "", folder=None) -> None:
     """An experiment of ``spec_text`` whose run of (params, repeat) ends as ``outcome`` → (status, metrics)
-    or (status, metrics, log, info); a run left ``pending`` is never started. With ``folder``, each run
+    or (status, metrics, log, info); a run left ``pending`` is never started, one ``running`` never ends. With ``folder``, each run
     gets a folder there (``output/`` made) as its path."""
     from kubebench.plan.plan import make_plan
     from kubebench.spec.model import BenchmarkSpec
@@ -125,6 +125,8 @@ def record(store, exp_id: str, spec_text: str, outcome: Outcome, *, created_at: 
             (folder / run.id / "output").mkdir(parents=True, exist_ok=True)
             path = str(folder / run.id)
         store.start_run(run.id, path)
+        if status == "running":
+            continue
         reason = {"succeeded": "", "cancelled": "cancelled by the user"}.get(status, "worker-0 exited with code 1")
         results.append(RunResult(run_id=run.id, status=status, metrics=metrics, finished_at=now, reason=reason,
                                  exit_code={"succeeded": 0, "cancelled": None}.get(status, 1), log_tail=log, info=info))

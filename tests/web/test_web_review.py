@@ -5,6 +5,7 @@ boxes and their overlaps), not by pixels. Screenshots go to ``test-artifacts/web
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import pytest
@@ -41,6 +42,9 @@ def review(tmp_path_factory):
     ux_home.record(store, "half-1", ux_home.CNN_SPEC, lambda p, r: (
         ("succeeded", {"images_per_sec": 100.0}) if p["workers"] == 1 else ("cancelled", {}) if r == 0
         else ("pending", {})), created_at=now - 40, source="examples/pytorch-cnn/benchmark.yaml")
+    ux_home.record(store, "live-1", ux_home.CNN_SPEC, lambda p, r: (
+        ("succeeded", {"images_per_sec": 100.0}) if p["workers"] == 1 else ("running", {}) if r == 0
+        else ("pending", {})))
     runs = home / "runs"
     ux_home.record(store, "steps-1", ux_home.CNN_SPEC.replace("batch_size: [16, 32]", "batch_size: 16"),
                    lambda p, r: ("succeeded", {"images_per_sec": 1000.0 * p["workers"], "step_time_p50": 0.016,
@@ -272,6 +276,9 @@ def test_the_experiment_page_says_what_people_add_and_why_runs_failed(browser, a
         assert page.locator("#exp-state").text_content() == "interrupted"
         assert page.locator("#exp-resume-command").text_content() == \
             "kubebench run examples/pytorch-cnn/benchmark.yaml --id half-1"
+        page = visit(browsing, f"{review_url}/experiments/live-1", "#experiment[data-ready='1']")
+        # #25: the time left, from the runs that ended (4 left: 2 running, 2 pending; 1 at a time)
+        assert re.fullmatch(r"about .+ left \(4 runs at .+ each, 1 at a time\)", page.locator("#exp-eta").text_content())
         page = visit(browsing, f"{review_url}/experiments/crash-1", "#experiment[data-ready='1']")
         assert "RuntimeError: CUDA error: out of memory" in page.locator("#exp-failures").inner_text()
         assert "kubebench show crash-1" in page.locator("#exp-failures").inner_text()
@@ -375,3 +382,22 @@ def test_the_runs_table_opens_on_one_benchmark_and_compares_older_against_newer(
         assert "did you mean metrics.ops_per_sec?" in page.locator("#table-error").text_content()
         assert "Loading" not in page.locator("#runs-table").inner_text()
         browsing.assert_clean()
+
+
+@pytest.mark.slow
+def test_the_dashboard_writes_numbers_as_the_cli_does(browser, artifacts, review_url) -> None:
+    """#5: `3.397e+6` beside `866200` in one column, `0.01081` s, `691929088` bytes: the dashboard's
+    formatter is the CLI's (kubebench.present.numbers), value for value."""
+    from kubebench.present.numbers import axis_scale, short, si
+
+    cases = [(8.943e6, "ops/s"), (0.0001819, "s"), (0.01081, "s"), (0.0042, ""), (337211392, "bytes"),
+             (691929088, "bytes"), (999.7, ""), (12.5, "%"), (1234.5, "ms"), (-931.0, "images/s"), (866200, ""),
+             (3.397e6, ""), (9.1, "s"), (0.0, "s"), (1e-300, ""), (5.529e-05, "")]
+    with browsing_page(browser, artifacts, DESKTOP) as browsing:
+        page = visit(browsing, f"{review_url}/", "#experiments-table[data-ready='1']")
+        found = page.evaluate("""async (cases) => {
+          const m = await import("/static/common.js");
+          return cases.map(([v, u]) => [m.fmtSi(v, u), m.fmtShort(v, u), m.axisScale([v], u).unit]);
+        }""", cases)
+        browsing.assert_clean()
+    assert found == [[si(v, u), short(v, u), axis_scale([v], u).unit] for v, u in cases]

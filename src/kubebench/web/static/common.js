@@ -226,8 +226,14 @@ export function metricUnit(name, declared = "") {
 
 function plain(value, digits) {
   if (value === 0) return "0";
-  const decimals = Math.max(0, digits - 1 - Math.floor(Math.log10(Math.abs(value))));
-  return value.toFixed(Math.min(20, decimals));
+  const decimals = Math.min(20, Math.max(0, digits - 1 - Math.floor(Math.log10(Math.abs(value)))));
+  // an exact tie rounds to even, as Python's format does (1234.5 → 1234): the CLI and the page agree
+  const scaled = value * 10 ** decimals;
+  if (Math.abs(scaled % 1) === 0.5) {
+    const even = 2 * Math.round(scaled / 2);
+    return (even / 10 ** decimals).toFixed(decimals);
+  }
+  return value.toFixed(decimals);
 }
 
 function binary(value, digits) {

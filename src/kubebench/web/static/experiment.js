@@ -168,10 +168,17 @@ async function poll() {
   if (current && isLive(current)) setTimeout(poll, 2000);
 }
 
-// Runs finishing change the tables and plots: refetch at most every 1.5 s while running.
+// Runs finishing change the tables and plots: refetch at once when a run ends (the table kept up
+// with the bar a run late, review 2026-12-02 #25), then at most every 1.5 s while runs keep ending.
+let refreshAgain = false;
+
 function scheduleRefresh() {
-  if (refreshTimer) return;
-  refreshTimer = setTimeout(() => { refreshTimer = null; refresh(); }, 1500);
+  if (refreshTimer) { refreshAgain = true; return; }
+  refresh();
+  refreshTimer = setTimeout(function settle() {
+    refreshTimer = null;
+    if (refreshAgain) { refreshAgain = false; scheduleRefresh(); }
+  }, 1500);
 }
 
 document.getElementById("cancel-experiment").addEventListener("click", async () => {
