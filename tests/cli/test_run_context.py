@@ -137,3 +137,14 @@ def test_compare_notes_when_the_experiments_are_of_different_benchmarks(ux_url: 
     assert "note: nightly-12 and renamed-1 are of different benchmarks (nightly and other)" in result.stderr
     assert "different benchmarks" not in CliRunner().invoke(app, ["compare", "nightly-11", "nightly-12",
                                                                   "--store", ux_url]).stderr
+
+
+@pytest.mark.parametrize("columns", [80, 200])
+def test_show_gives_the_capacity_search_s_answer(tmp_path: Path, columns: int) -> None:
+    """#15: the capacity ("above range, meets at 32") was in the report and on the page, not in `run` or `show`."""
+    ux_home.capacity_store(tmp_path).engine.dispose()
+    shown = invoke(columns, "show", "web-serving-1", "--store", f"sqlite:///{tmp_path / 'kubebench.db'}").output
+    lines = shown.splitlines()
+    start = lines.index("capacity: highest rate with ttft_p99 ≤ 1")
+    assert lines[start + 1].startswith("  batch=4: found") and "meets 4.00" in lines[start + 1]
+    assert lines[start + 2].startswith("  batch=8: found") and "fails" in lines[start + 2]

@@ -92,3 +92,36 @@ def test_serving_metrics_hidden_from_the_table_come_in_the_order_people_look_for
     assert choice.hidden == ["requests_measured", "request_throughput", "output_tokens_per_s", "ttft_mean", "ttft_p50",
                              "tpot_p50", "tpot_p99", "itl_p99", "e2e_mean", "e2e_p99", "error_rate", "zeta",
                              "arrival_ks_pvalue", "arrival_ks_stat", "client_lag_max", "client_lag_p50"]
+
+
+def test_results_warn_of_unstable_trials_and_count_drifting_runs_with_plurals_and_semicolons() -> None:
+    """Review 2026-12-02 #20: CVs of 28% and 21% gave no warning and the `drifting` runs were never
+    counted; #21: "1 trials, 1 runs"; #22: one comma between trials and between their parameters."""
+    from kubebench.present.tables import results_warnings
+
+    trials = [TrialResults(trial_id=f"t{n}", params={"batch_size": 16 * n, "workers": n}, runs_by_status={"succeeded": 3},
+                           metrics=[{"ips": v} for v in values], drifting=n - 1)
+              for n, values in ((1, (100.0, 150.0, 70.0)), (2, (200.0, 290.0, 150.0)))]
+    warnings = results_warnings(trials, "ips")
+    assert warnings[0].startswith("ips: batch_size=16, workers=1: unstable: CV 38% > 10%")
+    assert warnings[1].startswith("ips: batch_size=32, workers=2: unstable: CV 33% > 10%")
+    assert warnings[-1].startswith("1 of 6 runs drifting: their step time changed within the run")
+    console = Console(record=True, width=200, color_system=None)
+    one = [TrialResults(trial_id="t", params={"n": 1}, runs_by_status={"succeeded": 1}, metrics=[{"ips": 1.0}])]
+    console.print(results_table(one, choose_metrics(["ips"], [{"name": "ips"}], "ips"), "results of e"))
+    assert console.export_text().startswith("results of e: 1 trial × 1 run\n")
+
+
+def test_failure_details_count_in_words() -> None:
+    from kubebench.present.failures import failure_details
+    from kubebench.store.records import RunRecord
+
+    def failed(i: int, reason: str) -> RunRecord:
+        return RunRecord(run_id=f"r{i}", experiment_id="e", trial_id="t", repeat=i, warmup=False, status="failed",
+                         params={}, metrics={}, reason=reason, log_tail="boom\n", finished_at=float(i))
+
+    console = Console(record=True, width=200, color_system=None)
+    for renderable in failure_details([failed(0, "a"), failed(1, "a")], runs=1):
+        console.print(renderable)
+    text = console.export_text()
+    assert "last 1 line of its log:" in text and "(1 more failed run: `kubebench results e -f json`" in text

@@ -3,50 +3,10 @@ Plotly figures, and the capacity answer of a search) and the experiment page dra
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
-
-from kubebench.plan.plan import Plan, Trial, make_run
-from kubebench.serving.search import Probe, walk
-from kubebench.spec.model import CapacitySearch
-from kubebench.store.records import ExperimentRecord, RunResult
-from kubebench.store.store import open_store
-
-SPEC = """name: web-serving
-job: {kind: Serving, command: [x], server: {command: [y]}}
-parameters: {batch: [4, 8]}
-search: {parameter: rate, low: 1, high: 16, min: 1, max: 1, slo: {ttft_p99: 1s}}
-metrics: [{name: ttft_p99, goal: minimize}, {name: output_tokens_per_s}]
-"""
-SEARCH = CapacitySearch(parameter="rate", low=1, high=16, min=1, max=1, slo={"ttft_p99": 1})
-
-
-def make_store(folder: Path):
-    """A store holding the finished capacity search of a server saturating past 4 (batch 4) or 8 requests/s."""
-    store = open_store(f"sqlite:///{folder / 'kubebench.db'}")
-    now = time.time()
-    record = ExperimentRecord(id="web-serving-1", name="web-serving", backend="local", source="s.yaml",
-                              spec_text=SPEC, job_fingerprint="f", created_at=now, updated_at=now)
-    results, trials, runs = [], [], []
-    for batch in (4, 8):
-        probes: dict[float, Probe] = {}
-        while (x := walk(SEARCH, probes)[0]) is not None:
-            ttft = 0.2 if x <= batch else 3.0
-            probes[x] = Probe(x, {"ttft_p99": [ttft]}, 1)
-            trial = Trial(f"t{batch}-{len(probes)}", len(trials), {"batch": batch, "rate": x})
-            trials.append(trial)
-            runs.append(make_run(trial, 0))
-            metrics = {"ttft_p50": ttft / 2, "ttft_p99": ttft, "tpot_p99": 0.05, "goodput": min(x, batch),
-                       "request_throughput": min(x, batch), "output_tokens_per_s": 30 * min(x, batch),
-                       "output_tokens_per_s_per_user": 100 / x}
-            results.append(RunResult(run_id=runs[-1].id, status="succeeded", metrics=metrics, finished_at=now))
-    store.begin_experiment(record, Plan(record.id, "f", tuple(trials), tuple(runs)))
-    for run in runs:
-        store.start_run(run.id, "")
-    store.finish_runs(results)
-    return store
+from support.ux_home import capacity_store as make_store
 
 
 @pytest.fixture
