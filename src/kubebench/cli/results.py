@@ -106,8 +106,8 @@ def _no_store_yet(url: str) -> bool:
     from sqlalchemy.engine import make_url
 
     parsed = make_url(url)
-    return parsed.get_backend_name() == "sqlite" and bool(parsed.database) and parsed.database != ":memory:" \
-        and not Path(parsed.database).exists()
+    database = parsed.database or ""
+    return parsed.get_backend_name() == "sqlite" and database not in ("", ":memory:") and not Path(database).exists()
 
 
 def _primary_medians(db, experiments) -> dict[str, str]:

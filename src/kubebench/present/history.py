@@ -7,12 +7,16 @@ import io
 import math
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ..analyse.history import Change, TrialHistory
 from ..numerics.stats import _json_number
 from ..store.series_records import SeriesExperiment
 from .numbers import axis_scale, axis_title, header_unit, metric_unit, short, short_range, si, si_range
 from .text import cell
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
 
 
 def params_text(params: dict[str, object]) -> str:
@@ -124,7 +128,7 @@ def history_tables(histories: Sequence[TrialHistory], series: str, last: int = 0
                  f"last {trend} medians", "changes"):
         summary.add_column(name, justify="right" if name in ("points", "95% CI") or name.startswith("median") else "left",
                            no_wrap=name != "changes", overflow="fold")
-    rows = []
+    rows: list[tuple[RenderableType, Sequence[tuple[str, RenderableType]]]] = []
     for h in histories:
         p = h.points[-1]
         marks = " ".join(_mark(c) for c in h.changes[-3:]) + (" …" if len(h.changes) > 3 else "")
@@ -164,7 +168,7 @@ def _points_table(h: TrialHistory, series: str, last: int):
         table.add_column(name, justify="right" if name in ("n", "95% CI") or name.startswith("median") else "left",
                          no_wrap=name != "labels", overflow="fold")
     start = max(0, len(h.points) - last)
-    rows = []
+    rows: list[tuple[RenderableType, Sequence[tuple[str, RenderableType]]]] = []
     if start:
         table.add_row(f"… {start} earlier", "", "", "", "", "", "")
         rows.append((cell(f"… {start} earlier", style="dim"), []))

@@ -155,7 +155,7 @@ class _ExperimentsTable:
         for e in self.experiments:
             counts = e.runs_by_status
             failed = sum(counts.get(s, 0) for s in RAN_AND_FAILED)
-            values = {"name": cell("" if e.id.startswith(e.name) else e.name), "state": state_of(e),
+            values: dict[str, RenderableType] = {"name": cell("" if e.id.startswith(e.name) else e.name), "state": state_of(e),
                       "runs ok": f"{counts.get('succeeded', 0)}/{sum(counts.values())}", "failed": str(failed or ""),
                       "cancelled": str(counts.get("cancelled", 0) or ""), "primary": cell(self.primary.get(e.id, "–")),
                       "labels": cell(labels_text(e.labels)), "created": _when(e.created_at)}
