@@ -23,7 +23,7 @@ BAD = {
     "yaml-syntax": ("name: x\njob: {command: [a\n", r"spec.yaml:3:1: YAML syntax error"),
     "unknown-key": (
         "name: x\njob: {command: [a]}\nrepeat: 3\n",
-        "spec.yaml:3:1: repeat: unknown key; did you mean 'repeats'?; allowed keys: apiVersion, backend, data_root",
+        "spec.yaml:3:1: repeat: unknown key; did you mean 'repeats'?; allowed keys: apiVersion, backend, data, data_root",
     ),
     "unknown-job-key": (
         "name: x\njob:\n  command: [a]\n  replicas: 2\n",
