@@ -35,6 +35,20 @@ def test_example_manifests_validate_for_kubernetes(tmp_path: Path, name: str) ->
         assert errors_of(manifest) == []
 
 
+@pytest.mark.parametrize("name", ["pytorch-cnn", "mpi-cnn"])
+def test_cnn_examples_give_each_replica_the_same_threads_at_every_worker_count(tmp_path: Path, name: str) -> None:
+    """Review 2026-12-02 #10: mpi-cnn left the threads to the workload (CPUs / local ranks: 2 on 1
+    rank, 1 each on 2), and `kubebench scaling` read 178% "efficiency"."""
+    loaded = load_spec(EXAMPLES / name / "benchmark.yaml")
+    experiment = plan_experiment(loaded, settings(home=tmp_path / "home"), "example-202401010000-abcd")
+    threads = {}
+    for run in experiment.plan.runs:
+        text = yaml.safe_dump(experiment.render(run, make_backend(loaded)).manifest)
+        found = re.search(r"- --threads\n\s*- '?(\d+)'?", text)
+        threads[run.trial.params["workers"]] = found and found.group(1)
+    assert set(threads) == {1, 2} and set(threads.values()) == {"1"}
+
+
 def dockerfile_tags() -> set[str]:
     """The image tags of the Dockerfile's build targets, as its header documents them (``-t TAG``)."""
     text = (EXAMPLES.parent / "Dockerfile").read_text()
