@@ -125,3 +125,17 @@ def test_failure_details_count_in_words() -> None:
         console.print(renderable)
     text = console.export_text()
     assert "last 1 line of its log:" in text and "(1 more failed run: `kubebench results e -f json`" in text
+
+
+def test_a_narrow_results_table_keeps_counts_and_costs_in_each_trial_s_block() -> None:
+    trials = [TrialResults(trial_id="t1", params={"workers": 1}, runs_by_status={"succeeded": 2, "failed": 1},
+                           metrics=[{"ips": 487.0, "cost_usd": 0.01}, {"ips": 500.0, "cost_usd": 0.012}]),
+              TrialResults(trial_id="t2", params={"workers": 2}, runs_by_status={"succeeded": 2},
+                           metrics=[{"ips": 1000.0, "cost_usd": 0.02}, {"ips": 1010.0, "cost_usd": 0.022}])]
+    choice = choose_metrics(["cost_usd", "ips"], [{"name": "ips", "unit": "images/s"}], "ips")
+    console = Console(record=True, width=50, color_system=None)
+    console.print(results_table(trials, choice, "results of e"))
+    lines = [line.rstrip() for line in console.export_text().splitlines()]
+    assert lines[1:5] == ["workers=1  (2 ok, 1 failed)", "  ips    494 images/s  95% CI ±16.7% · cv 1.9%",
+                          "  $/run       $0.0110", "workers=2  (2 ok, 0 failed)"]
+    assert lines[6] == "  $/run          $0.0210" and max(len(line) for line in lines) <= 50

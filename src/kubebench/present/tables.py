@@ -288,7 +288,7 @@ def _trial_block(trial: TrialResults, swept: Sequence[str], choice: MetricChoice
     grid = Table.grid(padding=(0, 2), pad_edge=False)
     grid.add_column(no_wrap=True)
     grid.add_column(justify="right", no_wrap=True)
-    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")  # the CI and CV: what wraps on a very narrow terminal
     for index, name in enumerate(choice.shown):
         s = summaries[name]
         extra = f"95% CI ±{ci_relative(s).lstrip('±')} · cv {percent(s.cv)}" if index == 0 else ""
