@@ -30,21 +30,42 @@ def check(
     window: Annotated[int, typer.Option("--window", min=1, help="Experiments of the series before the candidate to compare with.")] = 10,
     junit: Annotated[Optional[Path], typer.Option("--junit", help="Write JUnit XML: one test case per trial × metric.")] = None,
     summary: Annotated[Optional[Path], typer.Option("--summary", envvar="GITHUB_STEP_SUMMARY", help="Append the Markdown summary to this file (GitHub's $GITHUB_STEP_SUMMARY by default).")] = None,
+    label: Annotated[Optional[list[str]], typer.Option(
+        "--label", metavar="KEY=VALUE",
+        help="Only the series' experiments with this label (one cluster of a series run on several: cluster=a); repeatable.")] = None,
+    first_ok: Annotated[bool, typer.Option(
+        "--first-ok", help="The first experiment of a series passes (verdict nothing-to-compare) instead of exit 2: "
+                           "a pipeline's first run.")] = False,
+    outputs: Annotated[Optional[Path], typer.Option(
+        "--outputs", metavar="DIR", help="Write the verdict to DIR/verdict (a pipeline step's result: Tekton, Argo).")] = None,
     store: StoreOpt = None,
 ) -> None:
     """Compare the newest experiment with its series (or CANDIDATE with BASE) on every trial × metric; exit 1 on a regression."""
     from ..analyse.family import run_family
-    from ..analyse.gating import pair_check, series_check
-    from ..errors import SpecError
+    from ..analyse.gating import family_verdict, pair_check, series_check
+    from ..errors import NothingToCompare, SpecError
     from ..present.check import headline, junit as junit_xml, markdown
+    from ..store.series_records import parse_labels
 
     if len(targets) not in (1, 2):
         raise SpecError(f"check takes NAME or BASE CANDIDATE, got {len(targets)} arguments")
+    labels = parse_labels(label or ())
+    if labels and len(targets) == 2:
+        raise SpecError("--label selects experiments of a series: give NAME, not BASE CANDIDATE")
     db = open_store_of(store)
-    title, base_text, tests = (series_check if len(targets) == 1 else pair_check)(db, targets, metric, threshold, window)
+    try:
+        title, base_text, tests = (series_check(db, targets, metric, threshold, window, labels) if len(targets) == 1
+                                   else pair_check(db, targets, metric, threshold, window))
+    except NothingToCompare as e:
+        if not first_ok:
+            raise
+        print(f"PASS: nothing to compare with ({e})", file=sys.stderr)
+        _write_verdict(outputs, "nothing-to-compare")
+        raise typer.Exit(0) from None
     if not tests:
         raise SpecError(f"nothing to check: no trial of {title} has values of the metrics asked")
     outcomes = run_family(tests, correction.value, alpha)
+    _write_verdict(outputs, family_verdict(outcomes))
     text = markdown(outcomes, title, base_text, correction.value, alpha)
     sys.stdout.write(text)
     if summary is not None and str(summary) not in ("", "."):  # an empty $GITHUB_STEP_SUMMARY is none
@@ -54,3 +75,10 @@ def check(
         junit.write_bytes(junit_xml(outcomes, title))
     print(headline(outcomes), file=sys.stderr)
     raise typer.Exit(1 if any(o.fails for o in outcomes) else 0)
+
+
+def _write_verdict(folder: Optional[Path], verdict: str) -> None:
+    if folder is not None:
+        from ..pipelines.outputs import write_files
+
+        write_files(folder, {"verdict": verdict})
