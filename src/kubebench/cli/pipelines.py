@@ -125,7 +125,7 @@ def kfp_run(executor_input: ExecutorInputOpt, store: StoreOpt = None, storage: S
 
     given = read_executor_input(executor_input, RUN_INPUTS)
     values = given.parameters
-    experiment_id = ids.check(str(values["experiment_id"]))
+    experiment_id = ids.check(str(values["experiment_id"]), "--executor-input: input experiment_id")
     code = _exit_code(run, spec=Path(str(values["spec"])), set_=_texts(values["params"], "params") or None,
                       experiment_id=experiment_id, repeats=int(values["repeats"]) or None,
                       backend=str(values["backend"]) or None, label=_texts(values["labels"], "labels") or None,
