@@ -37,6 +37,7 @@ from .config import KubernetesConfig
 from .handle import EXPERIMENT_LABEL, SUBMISSION_ANNOTATION, SUBMISSION_LABEL, KindDriver, KubeJob, Submission
 from .jobs import OperatorJobs
 from .prepare import claim_root, job_paths, open_to_pods, prepare, queue
+from .clusterinfo import ClusterInfo
 from .provenance import pod_provenance
 from .serving import ServingJobs
 from .watches import Watches
@@ -57,6 +58,7 @@ class KubernetesBackend(Backend[KubeJob, KubernetesConfig]):
     def __init__(self, config: KubernetesConfig) -> None:
         super().__init__(config)
         self.cluster = Cluster(config)
+        self.cluster_info = ClusterInfo(lambda: self.cluster.api)
         self.watches = Watches(self.cluster)
         #: The driver of the kinds that are one job object each (PyTorchJob, TFJob, MPIJob, TrainJob, Job).
         self.jobs = OperatorJobs(self.cluster, self.watches)
@@ -234,5 +236,6 @@ class KubernetesBackend(Backend[KubeJob, KubernetesConfig]):
         return PodTelemetry(handle.namespace, handle.name.replace(".", "\\.") + "-.*")
 
     def provenance(self, handle: KubeJob) -> dict[str, Any]:
-        """The pods' node, image digest and GPUs, and their node's GPU product, instance type and OS."""
-        return pod_provenance(list(handle.seen.values()), handle.main, self.cluster.nodes.read)
+        """The pods' node, image digest and GPUs, their node's GPU product, instance type and OS, and the
+        cluster's Kubernetes and operator versions."""
+        return self.cluster_info.provenance() | pod_provenance(list(handle.seen.values()), handle.main, self.cluster.nodes.read)
