@@ -171,3 +171,24 @@ def test_a_bad_executor_input_is_one_clear_error(home: Path, given: str, message
     result = runner.invoke(app, ["kfp", "run", "--executor-input", given])
     assert result.exit_code == 2 and message in result.output, result.output
     assert "Traceback" not in result.output
+
+
+def test_a_step_that_fails_before_its_experiment_exists_writes_no_output(home: Path, tmp_path: Path) -> None:
+    given = executor_input(tmp_path, "kubebench-run", {"spec": str(tmp_path / "missing.yaml"), "experiment_id": "e1"},
+                           {"experiment": 1}, ("metrics",))
+    result = runner.invoke(app, ["kfp", "run", "--executor-input", json.dumps(given)])
+    assert result.exit_code == 2 and "missing.yaml" in result.output, result.output
+    assert not Path(given["outputs"]["outputFile"]).exists()
+    bad = executor_input(tmp_path, "kubebench-check", {"experiment": "e1", "correction": "fdr"}, {"verdict": 1})
+    result = runner.invoke(app, ["kfp", "check", "--executor-input", json.dumps(bad)])
+    assert result.exit_code == 2 and "input 'correction' must be holm or bh, got 'fdr'" in result.output
+
+
+def test_an_executor_output_that_cannot_be_written_is_one_clear_error(home: Path, write, tmp_path: Path) -> None:
+    spec, store = write("bench/benchmark.yaml", SPEC), f"sqlite:///{home / 'kb.db'}"
+    (tmp_path / "taken").write_text("")
+    given = executor_input(tmp_path, "kubebench-run", {"spec": str(spec), "experiment_id": "e2", "backend": "local",
+                                                       "params": {"n": [1]}, "repeats": 1}, {"experiment": 1}, ("metrics",))
+    given["outputs"]["outputFile"] = str(tmp_path / "taken" / "output_metadata.json")
+    result = runner.invoke(app, ["kfp", "run", "--executor-input", json.dumps(given), "--store", store])
+    assert result.exit_code == 2 and "cannot write the executor output" in result.output, result.output
