@@ -33,11 +33,11 @@ from ..base import Backend, Check, JobStatus, Outcome, PodTelemetry
 from . import preflight, specmap
 from .api import Api, Resource
 from .cluster import Cluster
+from .clusterinfo import ClusterInfo
 from .config import KubernetesConfig
 from .handle import EXPERIMENT_LABEL, SUBMISSION_ANNOTATION, SUBMISSION_LABEL, KindDriver, KubeJob, Submission
 from .jobs import OperatorJobs
 from .prepare import claim_root, job_paths, open_to_pods, prepare, queue
-from .clusterinfo import ClusterInfo
 from .provenance import pod_provenance
 from .serving import ServingJobs
 from .watches import Watches
