@@ -22,7 +22,8 @@ runner = CliRunner(env={"COLUMNS": "200"})
 SPEC = """
 name: where
 job:
-  kind: Job
+  kind: PyTorchJob
+  workers: 1
   image: registry.example/train:1
   command: [python, -c, "import kubebench; kubebench.report(v=10 + {{ kubebench.repeat }})"]
   resources: {cpu: 1}
@@ -81,8 +82,8 @@ def two_clusters(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 
 def jobs_created(emu: Emulator) -> int:
-    """How many Jobs kubebench created there (it deletes each once its outputs are collected)."""
-    return emu.count("POST", contains=f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs")
+    """How many PyTorchJobs kubebench created there (it deletes each once its outputs are collected)."""
+    return emu.count("POST", contains=f"/apis/kubeflow.org/v1/namespaces/{NAMESPACE}/pytorchjobs")
 
 
 @pytest.mark.slow

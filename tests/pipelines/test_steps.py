@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from kubebench.backends.kube.clusterinfo import ClusterInfo, image_tag, operator_version
+from kubebench.backends.kube.api import JOBS, Resource
+from kubebench.backends.kube.clusterinfo import ClusterInfo, image_tag, operator_version, operators_of
 from kubebench.cli import app
 from kubebench.errors import BackendError, SpecError
 from kubebench.pipelines.kfp import RUN_INPUTS, executor_output, read_executor_input
@@ -100,32 +101,42 @@ def test_executor_input_defaults_and_an_output_without_metrics() -> None:
 
 
 class _Api:
-    """What ClusterInfo reads, answering as a cluster where kubebench may read nothing but /version."""
+    """What ClusterInfo reads, answering as a cluster with Trainer v2.3 (its JobSet standalone) where
+    kubebench may not read Kueue's namespace."""
+
+    DEPLOYMENTS = {("kubeflow-system", "kubeflow-trainer-controller-manager"): [
+        ("kube-rbac-proxy", "quay.io/brancz/kube-rbac-proxy:v0.18"),
+        ("manager", "ghcr.io/kubeflow/trainer/trainer-controller-manager:v2.3.0")],
+        ("jobset-system", "jobset-controller-manager"): [("manager", "registry.k8s.io/jobset/jobset:v0.12.0")]}
 
     def __init__(self) -> None:
-        self.reads = 0
+        self.reads: list[str] = []
 
     def version(self) -> dict:
-        self.reads += 1
+        self.reads.append("/version")
         return {"gitVersion": "v1.33.2"}
 
     def get(self, resource, namespace: str, name: str) -> dict | None:
-        self.reads += 1
-        if namespace == "kubeflow-system":
-            return {"spec": {"template": {"spec": {"containers": [
-                {"name": "kube-rbac-proxy", "image": "quay.io/brancz/kube-rbac-proxy:v0.18"},
-                {"name": "manager", "image": "ghcr.io/kubeflow/trainer/trainer-controller-manager:v2.3.0"}]}}}}
+        self.reads.append(f"{namespace}/{name}")
         if namespace == "kueue-system":
-            return None  # not installed
-        raise BackendError(f"403: cannot get deployments in {namespace}")
+            raise BackendError(f"403: cannot get deployments in {namespace}")
+        containers = self.DEPLOYMENTS.get((namespace, name))
+        return {"spec": {"template": {"spec": {"containers": [{"name": n, "image": i} for n, i in containers]}}}} \
+            if containers else None
 
 
-def test_cluster_info_reads_once_and_leaves_out_what_it_may_not_read() -> None:
+def test_cluster_info_reads_each_operator_once_and_leaves_out_what_it_may_not_read() -> None:
     api = _Api()
     info = ClusterInfo(lambda: api)
-    assert info.provenance() == {"kubernetes": "v1.33.2", "operators": {"trainer": "v2.3.0"}}
-    reads = api.reads
-    assert info.provenance() == info.provenance() and api.reads == reads
+    trainjobs = Resource("trainer.kubeflow.org", "v1alpha1", "trainjobs", "TrainJob")
+    assert info.provenance(JOBS) == {"kubernetes": "v1.33.2"}  # a batch Job: no operator
+    assert info.provenance(trainjobs, queued=True) == {"kubernetes": "v1.33.2",
+                                                       "operators": {"trainer": "v2.3.0", "jobset": "v0.12.0"}}
+    assert api.reads == ["/version", "kubeflow-system/kubeflow-trainer-controller-manager", "kubeflow-system/jobset-controller-manager",
+                         "jobset-system/jobset-controller-manager", "kueue-system/kueue-controller-manager"]
+    assert info.provenance(trainjobs)["operators"] == {"trainer": "v2.3.0", "jobset": "v0.12.0"} and len(api.reads) == 5
+    assert operators_of(Resource("kubeflow.org", "v2beta1", "mpijobs", "MPIJob"), False) == ("mpi-operator",)
+    assert operators_of(Resource("kubeflow.org", "v1", "pytorchjobs", "PyTorchJob"), True) == ("training-operator", "kueue")
     assert [image_tag(i) for i in ("registry:5000/op:v1.2", "registry:5000/op", "op@sha256:ab", "op")] == [
         "v1.2", "latest", "sha256:ab", "latest"]
     assert operator_version({"spec": {}}, "manager") is None

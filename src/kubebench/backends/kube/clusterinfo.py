@@ -9,26 +9,38 @@ namespace: the Role of ``deploy manifests`` does not grant it), is left out.
 
 from __future__ import annotations
 
+import functools
 import threading
 from typing import TYPE_CHECKING, Any, Callable
 
 from ...errors import BackendError
-from .api import DEPLOYMENTS
+from .api import DEPLOYMENTS, Resource
 
 if TYPE_CHECKING:
     from .api import Api
 
-#: (namespace, Deployment, container) of each operator's controller → its provenance key:
-#: kubeflow/trainer v1.9.4 ``manifests/overlays/standalone`` (image tag ``v1-93c5489``), v2.3.0
-#: ``manifests/overlays/manager``; kubeflow/mpi-operator v0.8.0 ``deploy/v2beta1/mpi-operator.yaml``;
-#: kubernetes-sigs/kueue ``config/default`` and kubernetes-sigs/jobset ``config/default``.
-OPERATORS: dict[str, tuple[str, str, str]] = {
-    "training-operator": ("kubeflow", "training-operator", "training-operator"),
-    "trainer": ("kubeflow-system", "kubeflow-trainer-controller-manager", "manager"),
-    "mpi-operator": ("mpi-operator", "mpi-operator", "mpi-operator"),
-    "kueue": ("kueue-system", "kueue-controller-manager", "manager"),
-    "jobset": ("jobset-system", "jobset-controller-manager", "manager"),
+#: Where each operator's controller is, as its release installs it: (namespace, Deployment, container),
+#: the first found wins. kubeflow/trainer v1.9.4 ``manifests/overlays/standalone`` (image tag
+#: ``v1-93c5489``) and v2.3.0 ``manifests/overlays/manager`` (which installs JobSet in its namespace
+#: too); kubeflow/mpi-operator v0.8.0 ``deploy/v2beta1/mpi-operator.yaml``; kubernetes-sigs/kueue and
+#: kubernetes-sigs/jobset ``config/default``.
+OPERATORS: dict[str, tuple[tuple[str, str, str], ...]] = {
+    "training-operator": (("kubeflow", "training-operator", "training-operator"),),
+    "trainer": (("kubeflow-system", "kubeflow-trainer-controller-manager", "manager"),),
+    "jobset": (("kubeflow-system", "jobset-controller-manager", "manager"), ("jobset-system", "jobset-controller-manager", "manager")),
+    "mpi-operator": (("mpi-operator", "mpi-operator", "mpi-operator"),),
+    "kueue": (("kueue-system", "kueue-controller-manager", "manager"),),
 }
+
+
+def operators_of(resource: Resource, queued: bool) -> tuple[str, ...]:
+    """The operators that run a job of ``resource`` (and Kueue when it is queued); none for a batch Job."""
+    found: tuple[str, ...] = ()
+    if resource.group == "kubeflow.org":
+        found = ("mpi-operator",) if resource.version == "v2beta1" else ("training-operator",)
+    elif resource.group == "trainer.kubeflow.org":
+        found = ("trainer", "jobset")
+    return found + (("kueue",) if queued else ())
 
 
 def image_tag(image: str) -> str:
@@ -47,38 +59,47 @@ def operator_version(deployment: dict[str, Any], container: str) -> str | None:
     return image_tag(str(chosen["image"])) if chosen and chosen.get("image") else None
 
 
+def _deployment(api: Api, namespace: str, name: str) -> dict | None:
+    return api.get(DEPLOYMENTS, namespace, name)
+
+
 class ClusterInfo:
-    """The cluster's part of every run's provenance, read on first use (None fields are left out)."""
+    """The cluster's part of every run's provenance, each part read once (absent fields are left out)."""
 
     def __init__(self, api: Callable[[], Api]) -> None:
         self._api, self._lock = api, threading.Lock()
-        self._found: dict[str, Any] | None = None
+        #: the API server's ``/version`` when the pre-flight check has read it (no second read)
+        self.server: dict[str, Any] | None = None
+        self._versions: dict[str, str | None] = {}
 
-    def provenance(self) -> dict[str, Any]:
-        """``kubernetes`` (the server's version) and ``operators`` (name → version)."""
+    def provenance(self, resource: Resource, queued: bool = False) -> dict[str, Any]:
+        """``kubernetes`` (the server's version) and ``operators`` (name → version) of the operators that
+        run jobs of ``resource``."""
         with self._lock:
-            if self._found is None:
-                self._found = self._read()
-            return dict(self._found)
+            if self.server is None:
+                self.server = self._read(self._read_version) or {}
+            operators = {}
+            for name in operators_of(resource, queued):
+                if name not in self._versions:
+                    self._versions[name] = self._operator(name)
+                if self._versions[name]:
+                    operators[name] = self._versions[name]
+        found: dict[str, Any] = {"kubernetes": str(self.server["gitVersion"])} if self.server.get("gitVersion") else {}
+        return found | ({"operators": operators} if operators else {})
 
-    def _read(self) -> dict[str, Any]:
-        api = self._api()
-        found: dict[str, Any] = {}
+    def _operator(self, name: str) -> str | None:
+        for namespace, deployment, container in OPERATORS[name]:
+            found = self._read(functools.partial(_deployment, namespace=namespace, name=deployment))
+            if found:
+                return operator_version(found, container)
+        return None
+
+    @staticmethod
+    def _read_version(api: Api) -> dict | None:
+        return api.version()
+
+    def _read(self, read: Callable[[Api], dict | None]) -> dict | None:
         try:
-            version = api.version() or {}
-        except BackendError:
-            version = {}
-        if version.get("gitVersion"):
-            found["kubernetes"] = str(version["gitVersion"])
-        operators = {}
-        for key, (namespace, name, container) in OPERATORS.items():
-            try:
-                deployment = api.get(DEPLOYMENTS, namespace, name)
-            except BackendError:  # not allowed to read it there
-                continue
-            tag = operator_version(deployment, container) if deployment else None
-            if tag:
-                operators[key] = tag
-        if operators:
-            found["operators"] = operators
-        return found
+            return read(self._api())
+        except BackendError:  # not allowed to read it (the API server's answer is kept as an error)
+            return None
