@@ -49,6 +49,17 @@ $(LLM_TOOLS_VENV)/.installed: Makefile
 	$(LLM_TOOLS_VENV)/bin/python -m pip install -q $(foreach t,$(LLM_TOOLS),"$(t)") "$(TORCH)"
 	touch $@
 
+# Kubeflow Pipelines' protos in a venv of their own: kfp-pipeline-spec needs protobuf<7, the project's
+# venv has 7.x. tests/pipelines/test_kfp.py parses the emitted components and the steps' executor
+# input and output with them. Exactly these, without their dependencies: kfp-kubernetes' protos load
+# without the kfp SDK, which pins an old Kubernetes client; pipeline_spec_pb2 imports google.rpc.
+KFP_PROTOS ?= kfp-pipeline-spec==2.17.3 kfp-kubernetes==2.17.3 protobuf==6.33.6 googleapis-common-protos==1.76.0
+KFP_VENV ?= .venv-kfp
+$(KFP_VENV)/.installed: Makefile
+	python3 -m venv $(KFP_VENV)
+	$(KFP_VENV)/bin/python -m pip install -q --no-deps $(foreach t,$(KFP_PROTOS),"$(t)")
+	touch $@
+
 demo: setup
 	$(VENV)/bin/kubebench run examples/pytorch-cnn/benchmark.yaml
 
@@ -77,7 +88,7 @@ check: setup-dev
 	$(VENV)/bin/mypy src/kubebench
 	$(VENV)/bin/lint-imports
 
-test: setup-dev deps-debian $(VENV)/.tensorflow $(VENV)/.jax-xgboost $(LLM_TOOLS_VENV)/.installed check
+test: setup-dev deps-debian $(VENV)/.tensorflow $(VENV)/.jax-xgboost $(LLM_TOOLS_VENV)/.installed $(KFP_VENV)/.installed check
 	$(PY) -m pytest --cov=kubebench --cov-branch --cov-report=term:skip-covered --cov-fail-under=$(COVERAGE_FLOOR) $(PYTEST_ARGS)
 
 # Only the tests that need TensorFlow (`make test` runs them too).
@@ -117,4 +128,4 @@ bench-cnn: setup
 	$(PY) bench/cnn_fidelity.py
 
 clean:
-	rm -rf $(VENV) $(LLM_TOOLS_VENV) kubebench-data mutants .coverage .coverage.*
+	rm -rf $(VENV) $(LLM_TOOLS_VENV) $(KFP_VENV) kubebench-data mutants .coverage .coverage.*

@@ -30,6 +30,10 @@ class PlanError(SpecError):
     """The parameters produce no valid plan (for example an empty sweep)."""
 
 
+class NothingToCompare(SpecError):
+    """``kubebench check``: the experiment is the first of its series (since its last accepted change)."""
+
+
 class PluginError(KubebenchError):
     """A plugin name is unknown or a plugin failed to load."""
 

@@ -161,7 +161,7 @@ def provenance_differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
     return lines
 
 
-_ORDER = ("host", "node", "os", "cpu", "memory", "gpu", "cuda", "python", "packages", "image", "backend", "git")
+_ORDER = ("host", "kubernetes", "operators", "node", "instance_type", "os", "cpu", "memory", "gpu", "cuda", "python", "packages", "image", "backend", "git")
 
 
 def _field_order(key: str) -> tuple[int, str]:

@@ -165,9 +165,9 @@ def test_tracking_calls_do_not_grow_with_polls(cluster: Cluster, run_spec) -> No
     assert ran.by_status() == {"succeeded": 3}
     # once: the pre-flight check (discovery of the core API and of the kind, the Kubernetes version,
     # the namespace), the spec folder's ConfigMap (create, delete), one list + watch for the jobs and
-    # for the pods, the node (provenance); per job: create, one stream per container, the final list
-    # of its pods, delete
-    assert calls(cluster) == {"discovery": 2, "version": 1, "read namespace": 1, "watch": 2, "list": 2, "read node": 1,
+    # for the pods, the node and the training operator's Deployment (provenance); per job: create, one
+    # stream per container, the final list of its pods, delete
+    assert calls(cluster) == {"discovery": 2, "version": 1, "read namespace": 1, "watch": 2, "list": 2, "read node": 1, "get": 1,
                               "create": 1 + 3, "follow log": 3, "list a run's pods": 3, "delete": 1 + 3}
 
 

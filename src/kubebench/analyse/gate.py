@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..errors import SpecError
+from ..errors import NothingToCompare, SpecError
 from ..store.records import RunRecord
 from ..store.series_records import AcceptedChange, SeriesData, swept_parameters, trial_key
 from .compare import Goal
@@ -48,7 +48,7 @@ def series_tests(data: SeriesData, candidate: str, metrics: Sequence[tuple[str, 
             if cand or base:
                 tests.append(Check(params, metric, goal, base, cand, thresholds.get((key, metric), default_threshold)))
     if not any(baselines.values()):
-        raise SpecError(f"experiment {candidate!r} is the first of series {data.series!r} (since its last accepted "
+        raise NothingToCompare(f"experiment {candidate!r} is the first of series {data.series!r} (since its last accepted "
                         "change): nothing to check it against; run the benchmark again, or give BASE CANDIDATE")
     return baselines, tests
 

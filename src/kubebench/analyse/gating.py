@@ -53,21 +53,28 @@ def _candidate(name: str, data) -> str:
 
 
 def series_check(db, targets: list[str], metric: Optional[list[str]] = None, threshold: Optional[float] = None,
-                 window: int = WINDOW) -> tuple[str, str, list[Check]]:
-    """(title, what the candidate is checked against, the tests) for ``[NAME]``: a series or an experiment."""
+                 window: int = WINDOW, labels: Optional[dict[str, str]] = None) -> tuple[str, str, list[Check]]:
+    """(title, what the candidate is checked against, the tests) for ``[NAME]``: a series or an experiment;
+    ``labels``: only the experiments of the series with these labels (one cluster of several)."""
+    from ..errors import SpecError
     from ..store.series import accepted_changes, read_series, resolve_series
+    from ..store.series_records import with_labels
     from .gate import series_tests
 
     name = targets[0]
     series = resolve_series(db, name)
-    data = read_series(db, series)
+    data = with_labels(read_series(db, series), labels or {})
+    if not data.experiments:
+        shown = ", ".join(f"{k}={v}" for k, v in (labels or {}).items())
+        raise SpecError(f"no experiment of series {series!r} has the labels {shown}")
     candidate = _candidate(name, data)
     record = db.experiment(candidate)
     thresholds, default = _thresholds(db, series, threshold)
     baselines, tests = series_tests(data, candidate, _metrics(record, metric), thresholds, default,
                                     accepted_changes(db, series), window)
     used = sorted({e for ids in baselines.values() for e in ids})
-    base_text = f"{len(used)} earlier experiment{'s' * (len(used) != 1)} of series `{series}`"
+    within = "".join(f" with {k}={v}" for k, v in (labels or {}).items())
+    base_text = f"{len(used)} earlier experiment{'s' * (len(used) != 1)} of series `{series}`{within}"
     return f"{series} · {candidate}", base_text, tests
 
 
@@ -82,3 +89,16 @@ def pair_check(db, targets: list[str], metric: Optional[list[str]] = None, thres
     thresholds, default = _thresholds(db, record.series or record.name, threshold)
     tests = pair_tests(db.runs(base), db.runs(candidate), _metrics(record, metric), thresholds, default)
     return f"{candidate} vs {base}", f"`{base}`", tests
+
+
+def family_verdict(outcomes) -> str:
+    """One word for a family of outcomes, as a Benchmark's ``status.gate`` and a pipeline's gate step
+    report it: ``regressed`` (the gate fails), ``improved``, ``unchanged`` or ``inconclusive``."""
+    verdicts = [o.verdict for o in outcomes]
+    if any(o.fails for o in outcomes):
+        return "regressed"
+    if "improved" in verdicts and "regressed" not in verdicts:
+        return "improved"
+    if all(v == "unchanged" for v in verdicts):
+        return "unchanged"
+    return "inconclusive"

@@ -137,17 +137,22 @@ def parse_trials(items: list[str] | None) -> dict[str, str]:
     return wanted
 
 
-def load_history(source, name: str, metric: str | None, trials: dict[str, str], since: float | None):
+def load_history(source, name: str, metric: str | None, trials: dict[str, str], since: float | None,
+                 labels: dict[str, str] | None = None):
     """(series, metric, histories) of a series from a :class:`~kubebench.store.series_reader.SeriesSource`:
-    what the CLI, the web page and the report show."""
+    what the CLI, the web page and the report show; ``labels``: only the experiments with these
+    (``cluster=a``: one cluster's points of a series run on several)."""
     from ..errors import NotFoundError
+    from ..store.series_records import with_labels
 
     series = source.resolve_series(name)
     newest = source.experiment(source.newest_experiment(series))
     metric_name, goal = newest.metric_goal(metric)
-    data = source.read_series(series, since=since, metrics=[metric_name])
+    data = with_labels(source.read_series(series, since=since, metrics=[metric_name]), labels or {})
     if not data.experiments:
-        raise NotFoundError(f"series {series!r} has no experiments since then")
+        shown = " with " + ", ".join(f"{k}={v}" for k, v in labels.items()) if labels else ""
+        raise NotFoundError(f"series {series!r} has no experiments{shown} since then" if since else
+                            f"series {series!r} has no experiments{shown}")
     floors = source.noise_floors(series)
     thresholds = {key: f.spread for (key, m), f in floors.items() if m == metric_name}
     found = history(data, metric_name, goal, thresholds=thresholds, accepted=source.accepted_changes(series),

@@ -43,8 +43,9 @@ def metric_of(record, metric: Optional[str], *experiments) -> tuple[str, Goal, s
 @app.command()
 @expected_errors
 def compare(
-    base: Annotated[str, typer.Argument(help="Base experiment id.", show_default=False)],
-    candidate: Annotated[str, typer.Argument(help="Candidate experiment id.", show_default=False)],
+    base: Annotated[str, typer.Argument(help="Base experiment id, or SERIES@KEY=VALUE: the newest experiment of the series "
+                                             "with that label (bench@cluster=a).", show_default=False)],
+    candidate: Annotated[str, typer.Argument(help="Candidate experiment id, or SERIES@KEY=VALUE.", show_default=False)],
     metric: MetricOpt = None,
     format: Annotated[CompareFormat, typer.Option("--format", "-f", help="table or json.")] = CompareFormat.table,
     fail_on: Annotated[Optional[str], typer.Option(
@@ -70,11 +71,14 @@ def compare(
     Examples:
       kubebench compare base-id candidate-id
       kubebench compare base-id candidate-id --fail-on images_per_sec:-3%
+      kubebench compare bench@cluster=a bench@cluster=b     (the same spec on two clusters)
     """
     from ..analyse.compare import parse_fail_on
     from ..analyse.experiments import compare_experiments
+    from ..store.series import experiment_ref
 
     db = open_store_of(store)
+    base, candidate = experiment_ref(db, base), experiment_ref(db, candidate)
     base_record = db.experiment(base)
     candidate_record = db.experiment(candidate)  # an unknown id is a clear error before any work
     _note_benchmarks(base_record, candidate_record)

@@ -36,6 +36,14 @@ def check(
     junit: Annotated[Optional[Path], typer.Option("--junit", help="Write JUnit XML: one test case per trial × metric.")] = None,
     summary: Annotated[Optional[Path], typer.Option("--summary", envvar="GITHUB_STEP_SUMMARY", help="Append the Markdown summary to this file (GitHub's $GITHUB_STEP_SUMMARY by default).")] = None,
     format: Annotated[CheckFormat, typer.Option("--format", "-f", help="What stdout gets: a table, or the Markdown summary.")] = CheckFormat.table,
+    label: Annotated[Optional[list[str]], typer.Option(
+        "--label", metavar="KEY=VALUE",
+        help="Only the series' experiments with this label (one cluster of a series run on several: cluster=a); repeatable.")] = None,
+    first_ok: Annotated[bool, typer.Option(
+        "--first-ok", help="The first experiment of a series passes (verdict nothing-to-compare) instead of exit 2: "
+                           "a pipeline's first run.")] = False,
+    outputs: Annotated[Optional[Path], typer.Option(
+        "--outputs", metavar="DIR", help="Write the verdict to DIR/verdict (a pipeline step's result: Tekton, Argo).")] = None,
     store: StoreOpt = None,
 ) -> None:
     """Compare the newest experiment with its series (or CANDIDATE with BASE) on every trial × metric; exit 1 on a regression.
@@ -43,19 +51,32 @@ def check(
     Prints a table; the Markdown summary goes to --summary (or $GITHUB_STEP_SUMMARY), or to stdout with -f markdown.
     """
     from ..analyse.family import run_family
-    from ..analyse.gating import candidate_of, pair_check, series_check
-    from ..errors import SpecError
+    from ..analyse.gating import candidate_of, family_verdict, pair_check, series_check
+    from ..errors import NothingToCompare, SpecError
     from ..present.check import check_table, headline, junit as junit_xml, markdown
+    from ..store.series_records import parse_labels
     from . import make_console
 
     if len(targets) not in (1, 2):
         raise SpecError(f"check takes NAME or BASE CANDIDATE, got {len(targets)} arguments")
+    labels = parse_labels(label or ())
+    if labels and len(targets) == 2:
+        raise SpecError("--label selects experiments of a series: give NAME, not BASE CANDIDATE")
     db = open_store_of(store)
-    title, base_text, tests = (series_check if len(targets) == 1 else pair_check)(db, targets, metric, threshold, window)
+    try:
+        title, base_text, tests = (series_check(db, targets, metric, threshold, window, labels) if len(targets) == 1
+                                   else pair_check(db, targets, metric, threshold, window))
+    except NothingToCompare as e:
+        if not first_ok:
+            raise
+        print(f"PASS: nothing to compare with ({e})", file=sys.stderr)
+        _write_verdict(outputs, "nothing-to-compare")
+        raise typer.Exit(0) from None
     if not tests:
         raise SpecError(f"nothing to check: no trial of {title} has values of the metrics asked")
     outcomes = run_family(tests, correction.value, alpha)
     units = _units(db.experiment(candidate_of(db, targets)), tests)
+    _write_verdict(outputs, family_verdict(outcomes))
     text = markdown(outcomes, title, base_text, correction.value, alpha, units)
     if format is CheckFormat.markdown:
         sys.stdout.write(text)
@@ -76,3 +97,10 @@ def _units(record, tests) -> dict[str, str]:
 
     declared = {str(m["name"]): str(m.get("unit") or "") for m in record.declared_metrics()}
     return {t.metric: metric_unit(t.metric, declared.get(t.metric, "")) for t in tests}
+
+
+def _write_verdict(folder: Optional[Path], verdict: str) -> None:
+    if folder is not None:
+        from ..pipelines.outputs import write_files
+
+        write_files(folder, {"verdict": verdict})

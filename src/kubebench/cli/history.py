@@ -73,13 +73,17 @@ def show(
     since: Annotated[Optional[str], typer.Option("--since", help="Only experiments since: 30d, 12h, 2w or a date.")] = None,
     format: Annotated[HistoryFormat, typer.Option("--format", "-f")] = HistoryFormat.table,
     last: Annotated[int, typer.Option("--last", min=0, help="Also a table of each trial's last N points (JSON and CSV have all).")] = 0,
+    label: Annotated[Optional[list[str]], typer.Option(
+        "--label", metavar="KEY=VALUE",
+        help="Only experiments with this label (one cluster of a series run on several: cluster=a); repeatable.")] = None,
     store: StoreOpt = None,
 ) -> None:
     """Per trial: the series of medians with CIs, and the change points with magnitude, direction and labels."""
     from ..analyse.history import load_history, parse_trials  # here: every CLI start imports this module
+    from ..store.series_records import parse_labels
 
     series, _, found = load_history(open_source(store), name, metric, parse_trials(trial),
-                                    parse_since(since) if since else None)
+                                    parse_since(since) if since else None, parse_labels(label or ()))
     if format is HistoryFormat.json:
         from pydantic_core import to_json  # several times faster than json.dumps on 10,000 points
 

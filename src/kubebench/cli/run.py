@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 import sys
+from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
@@ -33,6 +34,12 @@ def run(
         "--metrics-port", metavar="PORT", min=1, max=65535, help="Serve Prometheus /metrics on 127.0.0.1:PORT while it runs.")] = None,
     label: Annotated[Optional[list[str]], typer.Option(
         "--label", metavar="KEY=VALUE", help="Label the experiment: key=value (e.g. version=1.4.2, commit=abc123); repeatable.")] = None,
+    context: Annotated[Optional[str], typer.Option(
+        "--context", metavar="NAME", help="Kube context (of the kubeconfig) to run in, for the kubernetes backend: one spec "
+                                          "on several clusters, each labelled (--label cluster=NAME).")] = None,
+    outputs: Annotated[Optional[Path], typer.Option(
+        "--outputs", metavar="DIR", help="Write the experiment id, the primary metric and its median, and the failed "
+                                         "runs, one file each, to DIR (a pipeline step's results: Tekton, Argo).")] = None,
     benchmark_ref: Annotated[Optional[str], typer.Option(
         "--benchmark-ref", metavar="NS/NAME/UID", hidden=True,
         help="The Benchmark resource this runner runs for (set by `kubebench operator`): its status is kept current.")] = None,
@@ -54,6 +61,8 @@ def run(
 
     labels = parse_labels(label or ())
     loaded = with_overrides(load_args(spec, params, set_), backend, parallelism)
+    if context is not None:
+        loaded = in_context(loaded, context)
     config = settings(store, storage=storage)
     experiment = plan_experiment(loaded, config, experiment_id, repeats, labels)
     console = make_console()
@@ -66,6 +75,11 @@ def run(
         return
     resume = _resume_command(spec, params, set_, experiment.plan.experiment_id)
     failed = _execute(experiment, config, console, metrics_port, benchmark_ref, resume)
+    if outputs is not None:
+        from ..pipelines.outputs import run_outputs, write_files
+        from ..store.store import open_store
+
+        write_files(outputs, run_outputs(open_store(config.store_url), experiment.plan.experiment_id).files())
     raise typer.Exit(1 if failed else 0)
 
 
@@ -196,6 +210,17 @@ def for_kubernetes(loaded, version: str):
     if "kubernetes_version" not in type(config).model_fields:
         raise SpecError(f"--kubernetes-version: the {config.kind} backend does not run on Kubernetes (add --backend kubernetes)")
     update = {"backend": config.model_copy(update={"kubernetes_version": show(parse(version))})}
+    return loaded.model_copy(update={"spec": loaded.spec.model_copy(update=update)})
+
+
+def in_context(loaded, context: str):
+    """The loaded spec with its backend using kube context ``context`` (``--context``)."""
+    from ..errors import SpecError
+
+    config = loaded.spec.backend
+    if "context" not in type(config).model_fields:
+        raise SpecError(f"--context: the {config.kind} backend does not run on Kubernetes (add --backend kubernetes)")
+    update = {"backend": config.model_copy(update={"context": context})}
     return loaded.model_copy(update={"spec": loaded.spec.model_copy(update=update)})
 
 

@@ -130,7 +130,7 @@ class StatusWriter:
 
     def _gate(self) -> dict[str, Any]:
         from ..analyse.family import run_family
-        from ..analyse.gating import series_check
+        from ..analyse.gating import family_verdict, series_check
         from ..present.check import headline
 
         assert self.gate is not None
@@ -144,15 +144,7 @@ class StatusWriter:
         if not tests:
             return {"against": series[:128], "verdict": "nothing-to-compare", "detail": "no earlier experiment to compare with"}
         outcomes = run_family(tests, self.gate.correction, float(self.gate.alpha))
-        verdicts = [o.verdict for o in outcomes]
-        if any(o.fails for o in outcomes):
-            verdict = "regressed"
-        elif "improved" in verdicts and "regressed" not in verdicts:
-            verdict = "improved"
-        elif all(v == "unchanged" for v in verdicts):
-            verdict = "unchanged"
-        else:
-            verdict = "inconclusive"
+        verdict = family_verdict(outcomes)
         return {"against": series[:128], "verdict": verdict, "regressed": sum(o.fails for o in outcomes),
                 "tests": len(outcomes), "detail": headline(outcomes)[:1024]}
 

@@ -42,6 +42,27 @@ def resolve_series(store, name: str) -> str:
     return found
 
 
+def experiment_ref(store, ref: str) -> str:
+    """An experiment id, or ``SERIES@KEY=VALUE[,KEY=VALUE]``: the newest experiment of that series with
+    those labels (``bench@cluster=a``); NotFoundError when it has none."""
+    if "@" not in ref:
+        return ref
+    name, _, text = ref.partition("@")
+    labels = parse_labels(item for item in text.split(",") if item.strip())
+    if not labels:
+        raise SpecError(f"{ref!r}: expected SERIES@KEY=VALUE (e.g. bench@cluster=a)")
+    series = resolve_series(store, name)
+    e = schema.experiments
+    with transaction(store.engine, "read a series") as conn:
+        rows = conn.execute(select(e.c.id, type_coerce(e.c.labels, String)).where(e.c.series == series)
+                            .order_by(e.c.created_at.desc(), e.c.id.desc())).all()
+    for exp_id, found in zip((r[0] for r in rows), json_objects([r[1] for r in rows])):
+        if all((found or {}).get(k) == v for k, v in labels.items()):
+            return str(exp_id)
+    shown = ", ".join(f"{k}={v}" for k, v in labels.items())
+    raise NotFoundError(f"{ref!r}: no experiment of series {series!r} has the labels {shown}")
+
+
 def read_series(store, series: str, since: float | None = None, environments: bool = False) -> SeriesData:
     """The series' experiments (oldest first, created at or after ``since``) and their runs' metrics."""
     e, t, r = schema.experiments, schema.trials, schema.runs

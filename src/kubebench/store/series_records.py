@@ -136,3 +136,16 @@ def build_grouped(series: str, exp_rows: Sequence[tuple], trial_rows: Sequence[t
         data.params.setdefault(key, trials[text])
         data.runs.setdefault(key, {}).setdefault(exp_id, []).extend(runs)
     return data
+
+
+def with_labels(data: SeriesData, labels: dict[str, str]) -> SeriesData:
+    """The series less the experiments that lack one of ``labels`` (``cluster=a``: one cluster's points of a
+    series run on several); the trials only those experiments ran are gone too."""
+    if not labels:
+        return data
+    kept = [e for e in data.experiments if all(e.labels.get(k) == v for k, v in labels.items())]
+    ids = {e.id for e in kept}
+    runs = {key: {e: r for e, r in by.items() if e in ids} for key, by in data.runs.items()}
+    runs = {key: by for key, by in runs.items() if by}
+    return SeriesData(data.series, kept, {k: v for k, v in data.params.items() if k in runs}, runs,
+                      {e: env for e, env in data.environments.items() if e in ids})

@@ -27,12 +27,13 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import BackendError, KubebenchError
 from ...paths import RunPaths
-from ...render import kinds
+from ...render import kinds, versions
 from ...spec.files import spec_files_of
 from ..base import Backend, Check, JobStatus, Outcome, PodTelemetry
 from . import preflight, specmap
 from .api import Api, Resource
 from .cluster import Cluster
+from .clusterinfo import ClusterInfo
 from .config import KubernetesConfig
 from .handle import EXPERIMENT_LABEL, SUBMISSION_ANNOTATION, SUBMISSION_LABEL, KindDriver, KubeJob, Submission
 from .jobs import OperatorJobs
@@ -57,6 +58,7 @@ class KubernetesBackend(Backend[KubeJob, KubernetesConfig]):
     def __init__(self, config: KubernetesConfig) -> None:
         super().__init__(config)
         self.cluster = Cluster(config)
+        self.cluster_info = ClusterInfo(lambda: self.cluster.api)
         self.watches = Watches(self.cluster)
         #: The driver of the kinds that are one job object each (PyTorchJob, TFJob, MPIJob, TrainJob, Job).
         self.jobs = OperatorJobs(self.cluster, self.watches)
@@ -94,7 +96,9 @@ class KubernetesBackend(Backend[KubeJob, KubernetesConfig]):
         """The client configured, the API server reachable, the namespace there, every kind served,
         every field the jobs set known to the cluster's Kubernetes version (read here, once)."""
         api = preflight.connect(lambda: self.api, self.config)
-        self.cluster.version = self.cluster.version or preflight.server_version(api)
+        if self.cluster.version is None:  # read once: the provenance's Kubernetes version too
+            self.cluster_info.server = api.version() or {}
+            self.cluster.version = versions.of_server(self.cluster_info.server or None)
         resources = self.resources(manifests)
         preflight.check(api, self.namespace, manifests, resources, self.cluster.version)
         self.cluster.served(resources)
@@ -234,5 +238,6 @@ class KubernetesBackend(Backend[KubeJob, KubernetesConfig]):
         return PodTelemetry(handle.namespace, handle.name.replace(".", "\\.") + "-.*")
 
     def provenance(self, handle: KubeJob) -> dict[str, Any]:
-        """The pods' node, image digest and GPUs, and their node's GPU product, instance type and OS."""
-        return pod_provenance(list(handle.seen.values()), handle.main, self.cluster.nodes.read)
+        """The pods' node, image digest and GPUs, their node's GPU product, instance type and OS, and the
+        cluster's Kubernetes and operator versions."""
+        return self.cluster_info.provenance(handle.resource, bool(self.config.queue)) | pod_provenance(list(handle.seen.values()), handle.main, self.cluster.nodes.read)
