@@ -35,6 +35,7 @@ from .kubelet import SSHD, Box, Kubelet, PodSim, local_argv, path_of
 from .kueue import Kueue
 from .network import Network
 from .operators import JobController, MpiOperator, TrainingOperator
+from .scheduler import requests_of
 from .trainer import TrainerController
 
 JOB_KINDS = ("PyTorchJob", "TFJob", "JAXJob", "XGBoostJob", "MPIJob", "TrainJob", "Job")
@@ -236,7 +237,10 @@ class OperatorStandIn:
             log = ContainerLog()
             self.emulator.logs[(job.namespace, name, container["name"])] = log
             boxes.append(Box(container["name"], container, init, log))
-        pod = PodSim(job, name, rtype, index, spec, env, boxes, restart_policy, uid=created["metadata"]["uid"])
+        pod = PodSim(job, name, rtype, index, spec, env, boxes, restart_policy, uid=created["metadata"]["uid"],
+                     labels=dict(created["metadata"].get("labels") or {}),
+                     annotations=dict(created["metadata"].get("annotations") or {}),
+                     requests=requests_of(spec, quantity))
         job.pods.append(pod)
         self.pods[(job.namespace, name)] = pod
         self.kubelet.write(pod)
@@ -249,15 +253,19 @@ class OperatorStandIn:
         except ApiError:
             pass
 
-    def event(self, about: Tracked | PodSim, reason: str, message: str, source: str = "") -> None:
-        """Record an Event about a job or a pod."""
+    def event(self, about: Tracked | PodSim, reason: str, message: str, source: str = "", type: str = "Warning",
+              field_path: str = "", event_time: str = "") -> None:
+        """Record an Event about a job or a pod (``field_path``: the container it is about;
+        ``event_time``: a MicroTime, as events.k8s.io recorders such as the scheduler's set)."""
         if isinstance(about, PodSim):
             involved = {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": about.name, "uid": about.uid}}
             namespace = about.job.namespace
         else:
             involved = {"kind": about.kind, "apiVersion": about.api_version, "metadata": {"name": about.name, "uid": about.uid}}
             namespace = about.namespace
-        self.store.record_event(namespace, involved, reason, message, source=source or f"{about.__class__.__name__}")
+        self.store.record_event(namespace, involved, reason, message, kind=type,
+                                source=source or f"{about.__class__.__name__}", field_path=field_path,
+                                event_time=event_time)
 
     def finished(self, job: Tracked) -> None:
         self.timings[job.name] = (job.created, job.finished or time.monotonic())

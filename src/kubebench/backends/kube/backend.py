@@ -43,6 +43,7 @@ from .watches import Watches
 
 if TYPE_CHECKING:
     from ...render.job import RenderedJob
+    from ...timeline import Boundary
 
 
 class KubernetesBackend(Backend[KubeJob, KubernetesConfig]):
@@ -228,6 +229,10 @@ class KubernetesBackend(Backend[KubeJob, KubernetesConfig]):
     def cancel(self, handle: KubeJob) -> None:
         """Delete what the run created; its pods go with it."""
         handle.driver.cancel(handle)
+
+    def timeline(self, handle: KubeJob) -> list[Boundary]:
+        """The run's moments as its kind's driver reads them (see :mod:`.timeline`)."""
+        return handle.driver.timeline(handle)
 
     def telemetry(self, handle: KubeJob) -> PodTelemetry:
         """The job's pods, named after it by every operator (``<job>-…``)."""

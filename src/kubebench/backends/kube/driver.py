@@ -10,8 +10,9 @@ import time
 from typing import Any
 
 from ...errors import BackendError
+from ...timeline import Boundary
 from ..base import JobStatus
-from . import objects, status as st
+from . import objects, status as st, timeline
 from .api import Resource
 from .cluster import Cluster
 from .handle import J, KindDriver
@@ -42,6 +43,21 @@ class ClusterDriver(KindDriver[J]):
             return [f"could not list the pods of {handle.title}: {e}"]
         return handle.logs.finish(list(handle.seen.values()), handle.all_ended)
 
+    def timeline(self, handle: J) -> list[Boundary]:
+        """The run's moments: what the watches saw, what its pods say, and their events (listed once
+        per pod, now that the run is over: one API call each)."""
+        name_of = handle.logs.name_of if handle.logs is not None else st.replica_name
+        api, namespace = self.cluster.api, handle.namespace
+
+        def events(uid: str) -> list[dict[str, Any]]:
+            try:
+                return api.events(namespace, uid)
+            except BackendError as e:
+                log.debug("could not list the events of pod %s: %s", uid, e)
+                return []
+
+        return timeline.boundaries(handle.clock, list(handle.seen.values()), events, name_of, handle.main)
+
     def job_status(self, handle: J, jobs: Informer, pods: list[dict[str, Any]]) -> JobStatus:
         """The phase of the job object ``handle`` names, from the watch's cache, with its pods ``pods``:
         queued while suspended before it started, preempted when suspended after; a pod stuck past
@@ -52,12 +68,14 @@ class ClusterDriver(KindDriver[J]):
                 return JobStatus("failed", None, f"{handle.title} was deleted by someone else")
             return JobStatus("running")  # not in the watch's cache yet
         if st.suspended(obj):
+            handle.clock.job(obj)
             if handle.admitted_at is None:
                 return JobStatus("queued", reason=f"waiting in queue {self.cluster.config.queue or '(none)'}")
             return JobStatus("failed", None, f"preempted: {handle.title} was suspended after it started "
                                              "(Kueue preemption or eviction); its pods were stopped", infrastructure=True)
         if handle.admitted_at is None:
             handle.admitted_at = time.monotonic()
+            handle.clock.job(obj)
         return self._phase(handle, obj, pods)
 
     def _phase(self, handle: J, obj: dict, pods: list[dict]) -> JobStatus:

@@ -6,6 +6,7 @@ deleted once its logs are collected (with ``keep_jobs``: kept, its pods still ru
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 from ...errors import BackendError, SpecError
@@ -55,8 +56,10 @@ class OperatorJobs(ClusterDriver[KubeJob]):
         self.watches.informer(handle, PODS)
         self.watches.track(handle)  # from here on, close() deletes it if it is left behind
         try:
+            handle.clock.submitted = time.time()
             created = objects.create(self.cluster.api, handle.resource, handle.namespace, manifest, submission.token)
             handle.uid = created["metadata"].get("uid")
+            handle.clock.job(created)
         except BaseException:
             self.watches.forget(handle)
             raise
@@ -87,7 +90,7 @@ class OperatorJobs(ClusterDriver[KubeJob]):
             except BackendError as e:
                 log.warning("%s; its activeDeadlineSeconds will stop it", e)
                 return
-            handle.deleted = True
+            handle.deleted, handle.clock.deleted = True, time.time()
         self.watches.forget(handle)
 
     def reclaim(self, job: RenderedJob) -> None:
