@@ -143,7 +143,7 @@ def local(folder: Path, repeats: int) -> bool:
     from kubebench.present.startup import overhead_split
 
     store = open_store(settings().store_url)
-    for params, split in phase_overheads(store.runs("bare"), store.runs("platform")):
+    for _params, split in phase_overheads(store.runs("bare"), store.runs("platform")):
         print("overhead by phase:", overhead_split(split))
     return ok
 
