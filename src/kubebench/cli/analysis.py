@@ -284,6 +284,12 @@ def report(
     from ..monitor.plots import runs_telemetry
 
     sections = [experiment_section(r, runs[r.id], metric, runs_telemetry(db, runs[r.id])) for r in records]
+    from ..present.timeline_figures import startup_parts
+
+    for section, record in zip(sections, records):  # where the time goes: phases per trial, runs as timelines
+        tables, figures = startup_parts(runs[record.id], db.timelines(r.run_id for r in runs[record.id]))
+        section.tables += tables
+        section.figures += figures
     base = records[0]
     sections += [comparison_section(base, runs[base.id], r, runs[r.id], metric) for r in records[1:]]
     from ..present.data import add_data

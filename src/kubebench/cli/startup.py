@@ -39,6 +39,7 @@ def startup(
       kubebench startup ID --trial workers=4 --fail-on "startup_seconds:p95<30s"
     """
     from ..analyse.startup import failing, parse_phase_gate, startup as phases_of
+    from ..errors import SpecError
     from ..present.startup import gate_lines, startup_tables
     from ..present.tables import params_split
     from ..settings import settings
@@ -46,7 +47,10 @@ def startup(
 
     gates = [parse_phase_gate(text) for text in fail_on or ()]
     runs = open_results(settings(store).store_url).runs(experiment_id, logs=False)
-    trials = [t for t in phases_of(runs) if _matches(t.params, trial or [])]
+    every = phases_of(runs)
+    trials = [t for t in every if _matches(t.params, trial or [])]
+    if every and not trials:
+        raise SpecError(f"no trial of {experiment_id} has {' and '.join(trial or [])}")
     if format is StartupFormat.json:
         data = [{"trial_id": t.trial_id, "params": t.params, "phases": {
             p.metric: {"median": p.median, "ci": [_number(p.low), _number(p.high)], "n": p.n} for p in t.phases}}

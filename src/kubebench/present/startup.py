@@ -10,23 +10,15 @@ from collections.abc import Sequence
 from rich.console import Group, RenderableType
 
 from ..analyse.startup import PhaseGate, PhaseSplit, TrialPhases
+from ..timeline.phases import PHASE_NAMES
 from .tables import label, new_table, params_split
 from .text import cell
-
-#: What the terminal, the report and the dashboard call each phase.
-PHASE_NAMES = {
-    "queue_seconds": "queue", "operator_seconds": "operator", "scheduling_seconds": "scheduling",
-    "image_pull_seconds": "image pull", "container_start_seconds": "container start", "imports_seconds": "imports",
-    "rendezvous_seconds": "rendezvous", "init_seconds": "init", "train_seconds": "train",
-    "shutdown_seconds": "shutdown", "collect_seconds": "collect", "teardown_seconds": "teardown",
-    "startup_seconds": "start-up", "end_to_end_seconds": "end to end", "overhead_fraction": "overhead",
-    "gang_wait_seconds": "gang wait",
-}
 
 
 def phase_name(metric: str) -> str:
     """A phase's short name (``image_pull_seconds`` → ``image pull``)."""
     return PHASE_NAMES.get(metric, metric.removesuffix("_seconds").replace("_", " "))
+
 
 
 def seconds(value: float, signed: bool = False) -> str:

@@ -6,7 +6,8 @@ keeps them, the analyses and presenters read them.
 """
 
 from .boundary import BOUNDARIES, Boundary, Source, best, chosen
+from .lanes import COLOURS, Lane, Segment, lanes
 from .phases import CHAIN, PHASE_METRICS, edges, phases, workload_window
 
-__all__ = ["BOUNDARIES", "CHAIN", "PHASE_METRICS", "Boundary", "Source", "best", "chosen", "edges", "phases",
-           "workload_window"]
+__all__ = ["BOUNDARIES", "CHAIN", "COLOURS", "PHASE_METRICS", "Boundary", "Lane", "Segment", "Source", "best",
+           "chosen", "edges", "lanes", "phases", "workload_window"]

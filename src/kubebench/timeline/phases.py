@@ -34,6 +34,15 @@ CHAIN = (
     ("deleted", "teardown_seconds"),  # the job deleted
 )
 START = "submitted"
+#: What the terminal, the report and the dashboard call each phase.
+PHASE_NAMES = {
+    "queue_seconds": "queue", "operator_seconds": "operator", "scheduling_seconds": "scheduling",
+    "image_pull_seconds": "image pull", "container_start_seconds": "container start", "imports_seconds": "imports",
+    "rendezvous_seconds": "rendezvous", "init_seconds": "init", "train_seconds": "train",
+    "shutdown_seconds": "shutdown", "collect_seconds": "collect", "teardown_seconds": "teardown",
+    "startup_seconds": "start-up", "end_to_end_seconds": "end to end", "overhead_fraction": "overhead",
+    "gang_wait_seconds": "gang wait",
+}
 #: Every metric :func:`phases` can give, in the order of the run.
 PHASE_METRICS = tuple(metric for _, metric in CHAIN) + (
     "startup_seconds", "end_to_end_seconds", "overhead_fraction", "gang_wait_seconds")
