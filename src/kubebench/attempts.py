@@ -122,9 +122,12 @@ def _attempt(experiment: Experiment, backend: Backend[H, Any], store: Store, run
         if handle is not None:
             _release(backend, handle)
     timeline = run_timeline(backend, handle, paths, collected)
+    warnings_noted = backend.notes(handle) if handle is not None else {}
     result = _result(experiment, run, paths, outcome, job, _provenance(experiment, backend, job, handle))
     result = _with_phases(result, timeline)
     result = _with_backend_notes(result, outcome, warnings)
+    if warnings_noted:
+        result = result.model_copy(update={"info": {**result.info, **warnings_noted}})
     window = workload_window(timeline)  # cost and energy cover the workload's time, not its wait
     result = telemetry.record(store, result, window)  # series stored; summaries added to the metrics
     result = account(spec, experiment.loaded.base_dir, job.manifest, result,  # energy per item, cost

@@ -205,6 +205,10 @@ class JobVerbs(ABC, Generic[H]):
 
         return dict(machine())
 
+    def notes(self, handle: H) -> dict[str, str]:
+        """What the run's info should say about how its job ran (a warning such as ``gang_warning``)."""
+        return {}
+
     def timeline(self, handle: H) -> list[Boundary]:
         """The moments of the job this backend knows (submitted, scheduled, started, exited, deleted …;
         see :mod:`kubebench.timeline`), once it is released: the workload's own marks are read from

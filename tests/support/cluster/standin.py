@@ -31,6 +31,7 @@ from typing import Any
 
 from .apps import DeploymentController
 from .emulator import KINDS, PODS, ApiError, ContainerLog, Emulator
+from .gang import PodGroupControl
 from .kubelet import SSHD, Box, Kubelet, PodSim, local_argv, path_of
 from .kueue import Kueue
 from .network import Network
@@ -78,7 +79,7 @@ class OperatorStandIn:
 
     def __init__(self, emulator: Emulator, local_root: Path, workdir: Path, logs: Path, mount_path: str = "/kubebench",
                  simulate: float | None = None, training_operator: str = "1.9.4", trainer: str = "2.3",
-                 kueue: Kueue | None = None) -> None:
+                 kueue: Kueue | None = None, gang_scheduler: str | None = None) -> None:
         self.emulator, self.store = emulator, emulator.store
         self.local_root, self.workdir, self.logs, self.mount_path = local_root, workdir, logs, mount_path
         self.simulate = simulate
@@ -87,6 +88,15 @@ class OperatorStandIn:
         self.kubelet = Kubelet(self)
         self.node = self.kubelet.node
         self.kueue = kueue
+        #: The training operator started with ``--gang-scheduler-name`` (``volcano`` | ``scheduler-plugins``),
+        #: and that gang scheduler running (:mod:`.gang`, :mod:`.scheduler`); None: no gang scheduling.
+        self.podgroups = PodGroupControl(self, gang_scheduler) if gang_scheduler else None
+        if self.podgroups is not None:
+            self.kubelet.scheduler.gang[self.podgroups.scheduler_name] = (
+                "volcano" if gang_scheduler == "volcano" else "coscheduling")
+        #: Seconds between two pods the training operator creates for one job (0: all at once): an
+        #: operator whose work queue is busy (kubeflow/trainer#1407), so jobs started together interleave.
+        self.pod_interval = 0.0
         self.refuse_pods: str | None = None  # a reason every pod create is refused (PodSecurity …)
         #: A container a mutating webhook adds first to every pod (a service mesh's proxy).
         self.inject_sidecar: dict | None = None
@@ -139,6 +149,20 @@ class OperatorStandIn:
         self.network.stop()
         self.errors += self.network.errors
 
+    def set_nodes(self, count: int, allocatable: dict[str, str]) -> None:
+        """Make the cluster ``count`` nodes of ``allocatable`` each (``node-1`` … ``node-<count>``)."""
+        from .kubelet import Node
+
+        nodes = [Node(f"node-{i}", {"kubernetes.io/hostname": f"node-{i}", "kubernetes.io/os": "linux"},
+                      dict(allocatable)) for i in range(1, count + 1)]
+        for node in nodes:
+            self.store.kubelets.add(node.name)
+            if self.store.find(("", "v1", "nodes"), "", node.name) is None:
+                self.store.create(("", "v1", "nodes"), "", {"apiVersion": "v1", "kind": "Node", "metadata": {
+                    "name": node.name, "labels": node.labels}, "status": {"allocatable": node.allocatable}})
+        self.kubelet.node, self.kubelet.nodes = nodes[0], nodes
+        self.node = nodes[0]
+
     def processes(self) -> list[subprocess.Popen]:
         """Every process started, ended or not."""
         return list(self.started_processes)
@@ -167,6 +191,7 @@ class OperatorStandIn:
             pass
         if self.kueue is not None:
             self.kueue.tick(self)
+        self.kubelet.scheduler.tick()
         for job in list(self.jobs.values()):
             self._controller(job).tick(job)
         for pod in list(self.pods.values()):

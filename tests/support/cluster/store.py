@@ -49,6 +49,8 @@ KINDS: dict[Key, str] = {
     ("trainer.kubeflow.org", "v1alpha1", "trainjobs"): "TrainJob",
     ("jobset.x-k8s.io", "v1alpha2", "jobsets"): "JobSet",
     ("kueue.x-k8s.io", "v1beta1", "localqueues"): "LocalQueue",
+    ("scheduling.volcano.sh", "v1beta1", "podgroups"): "PodGroup",
+    ("scheduling.x-k8s.io", "v1alpha1", "podgroups"): "PodGroup",
     ("rbac.authorization.k8s.io", "v1", "roles"): "Role",
     ("rbac.authorization.k8s.io", "v1", "rolebindings"): "RoleBinding",
     ("rbac.authorization.k8s.io", "v1", "clusterroles"): "ClusterRole",

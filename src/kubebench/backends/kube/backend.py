@@ -230,6 +230,11 @@ class KubernetesBackend(Backend[KubeJob, KubernetesConfig]):
         """Delete what the run created; its pods go with it."""
         handle.driver.cancel(handle)
 
+    def notes(self, handle: KubeJob) -> dict[str, str]:
+        """What the run's info should say (``gang_warning``: the job was meant to be gang-scheduled
+        and no PodGroup appeared)."""
+        return dict(handle.notes)
+
     def timeline(self, handle: KubeJob) -> list[Boundary]:
         """The run's moments as its kind's driver reads them (see :mod:`.timeline`)."""
         return handle.driver.timeline(handle)

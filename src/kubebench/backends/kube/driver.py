@@ -12,7 +12,7 @@ from typing import Any
 from ...errors import BackendError
 from ...timeline import Boundary
 from ..base import JobStatus
-from . import objects, status as st, timeline
+from . import objects, podgroup, status as st, timeline
 from .api import Resource
 from .cluster import Cluster
 from .handle import J, KindDriver
@@ -56,7 +56,12 @@ class ClusterDriver(KindDriver[J]):
                 log.debug("could not list the events of pod %s: %s", uid, e)
                 return []
 
-        return timeline.boundaries(handle.clock, list(handle.seen.values()), events, name_of, handle.main)
+        found = timeline.boundaries(handle.clock, list(handle.seen.values()), events, name_of, handle.main)
+        if handle.gang is not None:
+            if "gang_ready" not in handle.gang.moments:
+                handle.gang.read(self.cluster.api, handle.namespace)
+            found += handle.gang.boundaries()
+        return found
 
     def job_status(self, handle: J, jobs: Informer, pods: list[dict[str, Any]]) -> JobStatus:
         """The phase of the job object ``handle`` names, from the watch's cache, with its pods ``pods``:
@@ -85,6 +90,10 @@ class ClusterDriver(KindDriver[J]):
             return JobStatus("succeeded", 0)
         if phase == "failed":
             return self._failed(handle, reason)
+        held = self._gang_holds(handle, pods) if handle.gang is not None else None
+        if held is not None:  # waiting for its gang by design: not stuck, and not yet on the run's clock
+            handle.problems.seen = {}
+            return JobStatus("queued", reason=held)
         if handle.resource.kind in RESTARTED_IN_PLACE:
             for pod in sorted(pods, key=st.rank):
                 found = st.restarted(pod, handle.main)
@@ -94,6 +103,26 @@ class ClusterDriver(KindDriver[J]):
             handle.problems, handle.namespace, obj, pods, handle.admitted_at or time.monotonic(),
             lambda: self.watches.list_pods(handle))
         return JobStatus("failed", None, stuck) if stuck else JobStatus("running")
+
+    def _gang_holds(self, handle: J, pods: list[dict]) -> str | None:
+        """Why the run's pods wait for their gang (its PodGroup, read every few seconds while they do);
+        None once they are placed, or when the job has no PodGroup (then noted on the run)."""
+        gang = handle.gang
+        assert gang is not None
+        placed = len(pods) >= handle.replicas and all((p.get("spec") or {}).get("nodeName") for p in pods)
+        if placed and podgroup.phase(gang.found) in podgroup.READY_PHASES:
+            return None
+        if gang.due():
+            gang.read(self.cluster.api, handle.namespace)
+        if gang.found is None:
+            since = time.monotonic() - (handle.admitted_at or time.monotonic())
+            if gang.missing and since >= podgroup.MISSING_GRACE and podgroup.WARNING_KEY not in handle.notes:
+                handle.notes[podgroup.WARNING_KEY] = podgroup.missing_warning(gang.scheduler, gang.name)
+                log.warning("%s: %s", handle.title, handle.notes[podgroup.WARNING_KEY])
+            return None
+        if podgroup.waiting(gang.found, pods, handle.replicas):
+            return f"waiting for its gang: PodGroup {gang.name} {podgroup.why(gang.found)}"
+        return None
 
     def _failed(self, handle: J, reason: str) -> JobStatus:
         seen = list(handle.seen.values())  # pods an operator deleted still tell how they ended

@@ -17,6 +17,7 @@ from ...render import kinds
 from ..base import JobStatus
 from .api import Resource
 from .logs import RunLogs
+from .podgroup import Gang
 from .stuck import Problems
 from .timeline import Clock
 
@@ -62,6 +63,10 @@ class KubeJob:
     wakeup: threading.Event = field(default_factory=threading.Event)
     #: When kubebench saw each moment of the run (its timeline, see :mod:`.timeline`).
     clock: Clock = field(default_factory=Clock)
+    #: The run's PodGroup, when its job is gang-scheduled (see :mod:`.podgroup`).
+    gang: Gang | None = None
+    #: What the run's info should say about it (``gang_warning`` …).
+    notes: dict[str, str] = field(default_factory=dict)
 
     @property
     def title(self) -> str:

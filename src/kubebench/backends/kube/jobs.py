@@ -10,9 +10,9 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ...errors import BackendError, SpecError
-from ...render import kinds
+from ...render import gang, kinds
 from ..base import JobStatus
-from . import objects
+from . import objects, podgroup
 from .api import PODS, Resource, resource_of
 from .config import KubernetesConfig
 from .driver import ClusterDriver
@@ -51,6 +51,9 @@ class OperatorJobs(ClusterDriver[KubeJob]):
         handle = KubeJob(self, submission.name, self.cluster.namespace, resource_of(manifest), submission.run_id,
                          submission.selector, sum(g.count for g in groups), submission.token, main)
         self.cluster.check_served(handle.resource)
+        scheduler = gang.scheduler_of(manifest)
+        if scheduler in podgroup.RESOURCES:
+            handle.gang = podgroup.Gang(scheduler, submission.name)  # the operator names it after the job
         handle.logs = RunLogs(self.cluster.api, handle.namespace, submission.output, main)
         self.watches.informer(handle, handle.resource)
         self.watches.informer(handle, PODS)
