@@ -83,3 +83,51 @@ def test_a_gang_the_operator_does_not_make_is_warned_about(cluster: Cluster, run
     assert run.status == "succeeded", run.reason
     assert run.info["gang_warning"].startswith(f"no PodGroup kb-{run.run_id} (scheduling.volcano.sh) was created: "
                                                "is the operator started with --gang-scheduler-name=volcano")
+
+
+TRAINER = "trainer.kubeflow.org"
+BASE_RUNTIME = {  # what Trainer v2.3's manifests/base/runtimes/torch_distributed.yaml holds, in short
+    "apiVersion": f"{TRAINER}/v1alpha1", "kind": "ClusterTrainingRuntime",
+    "metadata": {"name": "torch-distributed"},
+    "spec": {"mlPolicy": {"numNodes": 1, "torch": {}}, "template": {"spec": {
+        "replicatedJobs": [{"name": "node", "template": {"spec": {"template": {"spec": {"containers": [
+            {"name": "node", "image": "pytorch/pytorch:2.7.1-cuda12.8-cudnn9-runtime"}]}}}}}]}}}}
+
+
+def test_a_gang_scheduled_trainjob_runs_on_a_runtime_made_from_the_default_one(cluster: Cluster, tmp_path) -> None:
+    import yaml
+    from support.cluster.schemas import CRDS, strict
+
+    from kubebench.backends.kube.api import Api
+    from kubebench.backends.kube.config import KubernetesConfig
+    from kubebench.backends.kube.runtimes import CLUSTER_TRAINING_RUNTIMES, TRAINING_RUNTIMES, ensure
+    from kubebench.errors import BackendError
+    from kubebench.render.gang import GangShape, apply
+    from kubebench.render.kinds import JobShape, build_manifest
+
+    store = cluster.api.store
+    for res in (TRAINING_RUNTIMES, CLUSTER_TRAINING_RUNTIMES):
+        store.kinds[(res.group, res.version, res.plural)] = res.kind
+    manifest = build_manifest(JobShape("TrainJob", 2, "img", ("python", "train.py"), (), ()), "kb-1", {}, 60)
+    apply(manifest, GangShape("scheduler-plugins", priority_class="high", schedule_timeout=90), None, "exp-1")
+    assert manifest["spec"]["runtimeRef"] == {"apiGroup": TRAINER, "kind": "TrainingRuntime",
+                                              "name": "kb-rt-exp-1-coscheduling"}
+    api = Api(KubernetesConfig())
+    with pytest.raises(BackendError, match="ClusterTrainingRuntime 'torch-distributed' not found"):
+        ensure(api, cluster.namespace, manifest, {})
+    store.create((TRAINER, "v1alpha1", "clustertrainingruntimes"), "", BASE_RUNTIME)
+    assert ensure(api, cluster.namespace, manifest, {"kubebench.io/experiment": "exp-1"}) == "kb-rt-exp-1-coscheduling"
+    made = store.find((TRAINER, "v1alpha1", "trainingruntimes"), cluster.namespace, "kb-rt-exp-1-coscheduling")
+    assert made["spec"]["podGroupPolicy"] == {"coscheduling": {"scheduleTimeoutSeconds": 90}}
+    assert made["spec"]["mlPolicy"] == BASE_RUNTIME["spec"]["mlPolicy"]
+    node = made["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    assert node["priorityClassName"] == "high" and made["metadata"]["labels"] == {"kubebench.io/experiment": "exp-1"}
+    crd = yaml.safe_load((CRDS / "trainer.kubeflow.org_trainingruntimes.yaml").read_text())
+    import jsonschema
+
+    schema = strict(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
+    assert list(jsonschema.Draft7Validator(schema).iter_errors(made)) == []  # as Trainer's CRD takes it, strictly
+    posts = cluster.api.count("POST", "trainingruntimes")
+    assert ensure(api, cluster.namespace, manifest, {}) == "kb-rt-exp-1-coscheduling"
+    assert cluster.api.count("POST", "trainingruntimes") == posts  # made once per experiment
+    api.close()

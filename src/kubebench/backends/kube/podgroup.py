@@ -24,6 +24,7 @@ from .api import Resource
 from .timeline import SECOND, api_time
 
 if TYPE_CHECKING:
+    from ..base import Check
     from .api import Api
 
 VOLCANO = Resource("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup")
@@ -128,3 +129,25 @@ def missing_warning(scheduler: str, name: str) -> str:
     """The run's warning when no PodGroup was made for a job that asks for one."""
     return (f"no PodGroup {name} ({RESOURCES[scheduler].group}) was created: is the operator started with "
             f"--gang-scheduler-name={scheduler} (mpi-operator: --gang-scheduling)? The job ran without gang scheduling")
+
+
+#: What to install for each gang scheduler, for doctor's message.
+INSTALL = {"volcano": "Volcano (https://volcano.sh)", "scheduler-plugins": "scheduler-plugins' coscheduling "
+           "(kubernetes-sigs/scheduler-plugins, its PodGroup CRD)"}
+
+
+def doctor_checks(api: Api, schedulers: list[str]) -> list[Check]:
+    """For each gang scheduler the jobs ask for: is its PodGroup CRD served here?"""
+    from ..base import Check
+
+    checks = []
+    for scheduler in dict.fromkeys(schedulers):
+        resource = RESOURCES[scheduler]
+        plurals = api.served(resource.group, resource.version)
+        served = plurals is not None and resource.plural in plurals
+        checks.append(Check(f"gang scheduling ({scheduler})", "ok" if served else "fail",
+                            f"PodGroup ({resource.api_version}) served; each run warns if its operator makes none "
+                            f"(--gang-scheduler-name={scheduler})" if served else
+                            f"PodGroup of {resource.api_version} is not served: install {INSTALL[scheduler]} and start "
+                            f"the training operator with --gang-scheduler-name={scheduler}"))
+    return checks
