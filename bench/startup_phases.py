@@ -12,7 +12,7 @@ locally for a real 2-worker CNN.
    workload on the local backend; the phases' sum against the wall time, and ``kubebench
    overhead``'s split of the difference by phase.
 
-    .venv/bin/python bench/startup_phases.py [--seeds 10] [--local]
+    .venv/bin/python bench/startup_phases.py [--seeds 10] [--local] [--timeline]
 """
 
 from __future__ import annotations
@@ -72,7 +72,16 @@ def run(folder: Path, text: str, experiment_id: str):
     return store, store.runs(experiment_id)
 
 
-def standin(seeds: int, folder: Path) -> bool:
+def print_timeline(store, run) -> None:
+    """Every reading of each moment of ``run``, seconds after its submit (what docs/overhead.md shows)."""
+    timeline = store.timelines([run.run_id])[run.run_id]
+    origin = min(b.t for b in timeline if b.name == "submitted")
+    print(f"timeline of run {run.run_id}:")
+    for b in timeline:
+        print(f"  {b.t - origin:8.3f}  {b.name:16} {b.replica or 'run':9} {b.source:9} {b.precision:<6g} {b.origin}")
+
+
+def standin(seeds: int, folder: Path, show: bool = False) -> bool:
     emulator = Emulator().start()
     emulator.namespace("bench")
     os.environ["KUBECONFIG"] = str(emulator.kubeconfig(folder / "kubeconfig", "bench"))
@@ -92,7 +101,9 @@ def standin(seeds: int, folder: Path) -> bool:
             delays = operator.kubelet.delays
             delays.schedule, delays.pull, delays.start = (injected[k] for k in KNOWN[:3])
             code = MARKED.format(rendezvous=injected["rendezvous_seconds"])
-            _, (result,) = run(folder, STANDIN_SPEC.format(seed=seed, code=code), f"phases-{seed}")
+            store, (result,) = run(folder, STANDIN_SPEC.format(seed=seed, code=code), f"phases-{seed}")
+            if show and seed == 0:
+                print_timeline(store, result)
             m = result.metrics
             if result.status != "succeeded":
                 print(f"seed {seed}: {result.status} {result.reason}")
@@ -121,7 +132,7 @@ def standin(seeds: int, folder: Path) -> bool:
     return ok
 
 
-def local(folder: Path, repeats: int) -> bool:
+def local(folder: Path, repeats: int, show: bool = False) -> bool:
     home = folder / "local-home"
     home.mkdir()
     os.environ["KUBEBENCH_HOME"] = str(home)
@@ -131,6 +142,8 @@ def local(folder: Path, repeats: int) -> bool:
         store, runs = run(folder, LOCAL_SPEC.format(name=name, kind=kind, workers=workers, command=CNN,
                                                     repeats=repeats), name)
         ids[name] = name
+        if show:
+            print_timeline(store, runs[0])
         for r in runs:
             m = r.metrics
             chain = sum(m[k] for _, k in CHAIN if k in m)
@@ -153,11 +166,12 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--local", action="store_true", help="also the local 2-worker CNN runs")
     parser.add_argument("--repeats", type=int, default=3, help="runs per local experiment")
+    parser.add_argument("--timeline", action="store_true", help="print a run's every moment (seed 0, first local runs)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        ok = standin(args.seeds, Path(tmp)) if args.seeds else True
+        ok = standin(args.seeds, Path(tmp), args.timeline) if args.seeds else True
         if args.local:
-            ok &= local(Path(tmp), args.repeats)
+            ok &= local(Path(tmp), args.repeats, args.timeline)
     print("all within bounds" if ok else "SOME OUT OF BOUNDS")
     sys.exit(0 if ok else 1)
 

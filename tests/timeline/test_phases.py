@@ -73,3 +73,13 @@ def test_a_boundary_as_data_and_back() -> None:
     assert Boundary.of(one.as_dict()) == one
     assert Boundary.of({"name": "x", "t": 1, "source": "elsewhere"}).source == "observed"
     assert chosen([one, b("pulled", 13.0, replica="master-0")])[("pulled", "master-0")] is one
+
+
+def test_the_longest_wait_at_the_rendezvous_is_beside_the_phases() -> None:
+    timeline = [b("submitted", 0.0), b("imports_done", 2.0, "workload", replica="master-0"),
+                b("imports_done", 3.5, "workload", replica="worker-0"),
+                b("rendezvous_done", 3.6, "workload", replica="master-0"),
+                b("rendezvous_done", 3.6, "workload", replica="worker-0")]
+    found = phases(timeline)
+    assert found["rendezvous_seconds"] == pytest.approx(0.1)  # the slowest rank's handshake
+    assert found["rendezvous_wait_seconds"] == pytest.approx(1.6)  # what the first rank lost to it

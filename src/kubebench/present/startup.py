@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from rich.console import Group, RenderableType
 
-from ..analyse.startup import PhaseGate, PhaseSplit, TrialPhases
+from ..analyse.startup import CHAIN_METRICS, PhaseGate, PhaseSplit, TrialPhases
 from ..timeline.phases import PHASE_NAMES
 from .tables import label, new_table, params_split
 from .text import cell
@@ -48,7 +48,7 @@ def startup_tables(trials: Sequence[TrialPhases], experiment_id: str) -> Rendera
         total = trial.get("end_to_end_seconds")
         for phase in trial.phases:
             share = phase.median / total.median if total and total.median > 0 and phase.metric.endswith("_seconds") \
-                and phase.metric not in ("end_to_end_seconds", "startup_seconds", "gang_wait_seconds") else math.nan
+                and phase.metric in CHAIN_METRICS else math.nan
             interval = "–" if math.isnan(phase.low) else f"{_value(phase.metric, phase.low)} … {_value(phase.metric, phase.high)}"
             table.add_row(cell(phase_name(phase.metric)), _value(phase.metric, phase.median), interval,
                           "" if math.isnan(share) else f"{share * 100:.0f}%", str(phase.n))

@@ -10,6 +10,10 @@ before it (second-precision timestamps and clocks that disagree could put it the
     end_to_end_seconds = Σ phases = last moment − submitted
     startup_seconds    = submitted → first step (else → containers started)
     overhead_fraction  = (end_to_end − train) / end_to_end
+
+Beside them (not part of the sum): ``gang_wait_seconds``, the PodGroup's creation → placed, and
+``rendezvous_wait_seconds``, the longest any rank waited at the rendezvous for its peers (on the
+slowest path that wait is the slowest rank's imports; this says how much the others lost to it).
 """
 
 from __future__ import annotations
@@ -41,11 +45,11 @@ PHASE_NAMES = {
     "rendezvous_seconds": "rendezvous", "init_seconds": "init", "train_seconds": "train",
     "shutdown_seconds": "shutdown", "collect_seconds": "collect", "teardown_seconds": "teardown",
     "startup_seconds": "start-up", "end_to_end_seconds": "end to end", "overhead_fraction": "overhead",
-    "gang_wait_seconds": "gang wait",
+    "gang_wait_seconds": "gang wait", "rendezvous_wait_seconds": "rendezvous wait",
 }
 #: Every metric :func:`phases` can give, in the order of the run.
 PHASE_METRICS = tuple(metric for _, metric in CHAIN) + (
-    "startup_seconds", "end_to_end_seconds", "overhead_fraction", "gang_wait_seconds")
+    "startup_seconds", "end_to_end_seconds", "overhead_fraction", "gang_wait_seconds", "rendezvous_wait_seconds")
 
 
 def _reached(picked: dict[tuple[str, str], Boundary], name: str) -> float | None:
@@ -87,6 +91,10 @@ def phases(timeline: Iterable[Boundary]) -> dict[str, float]:
     made, ready = _reached(picked, "gang_created"), _reached(picked, "gang_ready")
     if made is not None and ready is not None:
         found["gang_wait_seconds"] = max(0.0, ready - made)
+    waits = [b.t - picked[("imports_done", r)].t for (n, r), b in picked.items()
+             if n == "rendezvous_done" and ("imports_done", r) in picked]
+    if waits:  # the longest any rank waited for its peers: time lost to the slowest one
+        found["rendezvous_wait_seconds"] = max(0.0, max(waits))
     return {k: round(v, 6) for k, v in found.items()}
 
 

@@ -125,10 +125,16 @@ def _local_placement(mode: str) -> tuple[int, int]:
 def setup(mode: str = "auto", threads: int = 0) -> Group:
     """Pick the device, size the CPU thread pool, and join the peers of ``mode`` (see ``MODES``).
 
-    Marks ``imports_done`` on the way in and ``rendezvous_done`` once the group is formed (at once
-    without peers): the run's ``imports_seconds`` and ``rendezvous_seconds`` (``kubebench.mark``)."""
+    Marks ``imports_done`` on the way in and ``rendezvous_done`` once every rank is known to be in
+    the group (at once without peers): the run's ``imports_seconds`` and ``rendezvous_seconds``
+    (``kubebench.mark``). The group is known to work after a first collective, a barrier: NCCL makes
+    its communicator only then, so ``init_process_group`` returning says little on a GPU."""
     kubebench.mark("imports_done")
     group = _join(mode, threads)
+    if group.mode == "torch":
+        dist.barrier()
+    elif group.mode == "mpi":
+        group.comm.Barrier()
     kubebench.mark("rendezvous_done")
     return group
 
