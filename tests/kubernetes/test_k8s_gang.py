@@ -76,7 +76,7 @@ def test_a_gang_the_operator_does_not_make_is_warned_about(cluster: Cluster, run
     from kubebench.backends.kube import podgroup
 
     monkeypatch.setattr(podgroup, "MISSING_GRACE", 0.0)
-    monkeypatch.setattr(podgroup, "READ_EVERY", 0.1)
+    monkeypatch.setattr(podgroup, "READ_MISSING_EVERY", 0.1)
     code = "import kubebench, time; time.sleep(0.5); kubebench.report(v=1)"
     text = spec("gang: {scheduler: volcano}", repeats=1).replace(BARRIER, code).replace("workers: 4", "workers: 1")
     (run,) = run_spec(text).runs

@@ -105,23 +105,29 @@ class ClusterDriver(KindDriver[J]):
         return JobStatus("failed", None, stuck) if stuck else JobStatus("running")
 
     def _gang_holds(self, handle: J, pods: list[dict]) -> str | None:
-        """Why the run's pods wait for their gang (its PodGroup, read every few seconds while they do);
-        None once they are placed, or when the job has no PodGroup (then noted on the run)."""
+        """Why the run's pods wait for their gang: its PodGroup not placed yet (read every few seconds
+        while they wait, every second until it appears), or its pods held with the gang scheduler's
+        message; None once they are placed, or when the job has no PodGroup (then noted on the run)."""
         gang = handle.gang
         assert gang is not None
         placed = len(pods) >= handle.replicas and all((p.get("spec") or {}).get("nodeName") for p in pods)
         if placed and podgroup.phase(gang.found) in podgroup.READY_PHASES:
             return None
-        if gang.due():
+        if gang.due(podgroup.READ_EVERY if gang.found is not None else podgroup.READ_MISSING_EVERY):
             gang.read(self.cluster.api, handle.namespace)
-        if gang.found is None:
-            since = time.monotonic() - (handle.admitted_at or time.monotonic())
-            if gang.missing and since >= podgroup.MISSING_GRACE and podgroup.WARNING_KEY not in handle.notes:
-                handle.notes[podgroup.WARNING_KEY] = podgroup.missing_warning(gang.scheduler, gang.name)
-                log.warning("%s: %s", handle.title, handle.notes[podgroup.WARNING_KEY])
+        held = podgroup.held(pods)
+        if gang.found is not None:
+            if held or podgroup.waiting(gang.found, pods, handle.replicas):
+                return f"waiting for its gang: PodGroup {gang.name} {podgroup.why(gang.found)}"
             return None
-        if podgroup.waiting(gang.found, pods, handle.replicas):
-            return f"waiting for its gang: PodGroup {gang.name} {podgroup.why(gang.found)}"
+        since = time.monotonic() - (handle.admitted_at or time.monotonic())
+        if gang.missing and since >= podgroup.MISSING_GRACE and podgroup.WARNING_KEY not in handle.notes:
+            handle.notes[podgroup.WARNING_KEY] = podgroup.missing_warning(gang.scheduler, gang.name)
+            log.warning("%s: %s", handle.title, handle.notes[podgroup.WARNING_KEY])
+        if held:  # the pods say they wait for their group, whose PodGroup kubebench has not read yet
+            return f"waiting for its gang: {held}"
+        if not pods and since < podgroup.MISSING_GRACE:  # Volcano: no pod before the PodGroup is placed
+            return f"waiting for its gang: PodGroup {gang.name} not seen yet"
         return None
 
     def _failed(self, handle: J, reason: str) -> JobStatus:

@@ -32,8 +32,8 @@ COSCHEDULING = Resource("scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGrou
 RESOURCES = {"volcano": VOLCANO, "scheduler-plugins": COSCHEDULING}
 #: PodGroup phases of a gang that is placed (its pods may run).
 READY_PHASES = frozenset({"Inqueue", "Running", "Scheduled", "Completed", "Finished"})
-#: Seconds between two reads of a waiting gang's PodGroup (one GET each).
-READ_EVERY = 5.0
+#: Seconds between two reads of a waiting gang's PodGroup (one GET each); until it appears, fewer.
+READ_EVERY, READ_MISSING_EVERY = 5.0, 1.0
 #: Seconds after admission without a PodGroup before the run is warned that none was made.
 MISSING_GRACE = 30.0
 WARNING_KEY = "gang_warning"
@@ -82,9 +82,9 @@ class Gang:
             self.moments["gang_ready"] = (known[0], SECOND, "PodGroup Scheduled condition") if known \
                 else (time.time(), 1e-6, f"PodGroup read {phase(pg)}")
 
-    def due(self, now: float | None = None) -> bool:
-        """Whether it is time to read the PodGroup again."""
-        return (time.monotonic() if now is None else now) - self.read_at >= READ_EVERY
+    def due(self, every: float = READ_EVERY, now: float | None = None) -> bool:
+        """Whether it is time to read the PodGroup again (``every`` seconds after the last read)."""
+        return (time.monotonic() if now is None else now) - self.read_at >= every
 
     def boundaries(self) -> list[Boundary]:
         """The gang's moments for the run's timeline."""
@@ -118,11 +118,25 @@ def waiting(pg: dict[str, Any] | None, pods: list[dict[str, Any]], members: int)
 
 
 def _held(pod: dict[str, Any]) -> bool:
+    return bool(_gang_message(pod))
+
+
+def _gang_message(pod: dict[str, Any]) -> str:
     for condition in (pod.get("status") or {}).get("conditions") or []:
         if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
-            message = str(condition.get("message") or "")
-            return any(text in message for text in GANG_MESSAGES)
-    return False
+            message = " ".join(str(condition.get("message") or "").split())
+            return message[:300] if any(text in message for text in GANG_MESSAGES) else ""
+    return ""
+
+
+def held(pods: list[dict[str, Any]]) -> str:
+    """The gang scheduler's message on a pod of the run that waits unscheduled for its group, if any."""
+    for pod in pods:
+        if not (pod.get("spec") or {}).get("nodeName"):
+            found = _gang_message(pod)
+            if found:
+                return f"pod {pod['metadata']['name']}: {found}"
+    return ""
 
 
 def missing_warning(scheduler: str, name: str) -> str:
