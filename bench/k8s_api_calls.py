@@ -7,7 +7,8 @@ stand-in "running" each job for a fixed time without a process (so that only kub
 1. API calls to track N concurrent jobs to completion (parallelism N), counted in the emulator's
    request log, for N = 10 and 100: the list + watch calls that track the jobs stay constant (plus
    the pre-flight check and one node read, once); the calls per job (create, one log stream per
-   container, the final list of its pods, delete) grow with jobs; status checks read the watch's cache.
+   container, the final list of its pods, each pod's events once, delete) grow with jobs; status checks
+   read the watch's cache.
 2. Overhead per run: N runs one after another; per run, kubebench's wall time minus the time the
    job existed on the "cluster" (from its creation to its completion as the stand-in saw them).
 
@@ -52,6 +53,8 @@ def category(request) -> str:
         return "log"
     if request.method == "GET" and "kubebench.io/run=" in request.query.get("labelSelector", ""):
         return "run pods"  # the final list of a run's pods, once per job
+    if request.method == "GET" and "involvedObject.uid=" in request.query.get("fieldSelector", ""):
+        return "pod events"  # each pod's events once, for the run's timeline (docs/overhead.md)
     if request.method == "GET" and (request.path.count("/") <= 3 or "/nodes/" in request.path
                                     or request.path.count("/") == 4):
         return "once"  # pre-flight (discovery, namespace) and the node read for provenance

@@ -8,6 +8,7 @@ runner redoes it (files written before the commit are never counted on their own
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 import time
@@ -19,6 +20,7 @@ import yaml
 from .backends.base import Backend, Outcome
 from .backends.reasons import with_oom
 from .collect.context import RunContext
+from .collect.marks import workload_marks
 from .collect.metrics import collect, replica_logs
 from .efficiency.accounting import account
 from .errors import BackendError, InfrastructureError, PostprocessError, StorageError, StoreError
@@ -29,6 +31,7 @@ from .paths import RunPaths
 from .provenance import workload
 from .storage.runs import run_location, shared_storage, upload_run, write_run_record
 from .store.records import RunResult
+from .timeline import Boundary, phases, workload_window
 
 if TYPE_CHECKING:  # the store (SQLAlchemy) is handed in: a dry run never loads it
     from .experiment import Experiment
@@ -51,6 +54,8 @@ LEFTOVER_WARNING = "leftover_warning"
 QUEUE_KEY = "queue_seconds"
 #: Info key of what the backend could not collect (a log it could not read): the run's outcome stands.
 LOG_WARNING_KEY = "log_warning"
+#: The run's timeline in its folder (see :mod:`kubebench.timeline`).
+TIMELINE_FILE = "timeline.json"
 #: Seconds before the second attempt of a run; doubled for each further one, up to the cap.
 RETRY_DELAY_S, RETRY_DELAY_MAX_S = 1.0, 30.0
 
@@ -96,12 +101,14 @@ def _attempt(experiment: Experiment, backend: Backend[H, Any], store: Store, run
     handle: H | None = None
     telemetry = RunTelemetry(spec.telemetry, experiment.plan.experiment_id, run.id)
     warnings: list[str] = []
+    collected: float | None = None
     try:
         handle = backend.submit(job, paths)
-        telemetry.start(backend.telemetry(handle))  # telemetry: from submit to the end of wait
+        telemetry.start(backend.telemetry(handle))  # sampled from submit to the end of wait
         outcome = backend.wait(handle, spec.timeout)
         telemetry.stop()
         warnings = backend.collect(handle, paths)  # logs are copied before anything is released
+        collected = time.time()
     except BackendError as e:
         outcome = Outcome("failed", None, str(e), isinstance(e, InfrastructureError))
     except Exception as e:  # not the backend's own error: the job, if it started, must not outlive the run
@@ -114,11 +121,19 @@ def _attempt(experiment: Experiment, backend: Backend[H, Any], store: Store, run
         telemetry.stop()
         if handle is not None:
             _release(backend, handle)
+    timeline = run_timeline(backend, handle, paths, collected)
+    warnings_noted = backend.notes(handle) if handle is not None else {}
     result = _result(experiment, run, paths, outcome, job, _provenance(experiment, backend, job, handle))
+    result = _with_phases(result, timeline)
     result = _with_backend_notes(result, outcome, warnings)
-    result = telemetry.record(store, result)  # series stored; summaries added to the metrics
+    if warnings_noted:
+        result = result.model_copy(update={"info": {**result.info, **warnings_noted}})
+    window = workload_window(timeline)  # cost and energy cover the workload's time, not its wait
+    result = telemetry.record(store, result, window)  # series stored; summaries added to the metrics
     result = account(spec, experiment.loaded.base_dir, job.manifest, result,  # energy per item, cost
-                     telemetry.ended - telemetry.started, telemetry.machine_local)
+                     _ran_seconds(window, telemetry, outcome), telemetry.machine_local, telemetry.energy_seconds)
+    store.add_timeline(run.id, timeline)
+    _write_timeline(paths, timeline)
     _write_record(store, paths, result)
     infrastructure = outcome.infrastructure and result.status != "succeeded"
     if storage is not None:
@@ -129,6 +144,45 @@ def _attempt(experiment: Experiment, backend: Backend[H, Any], store: Store, run
     if spec.report:
         result = report_run(spec.report, _context(experiment, run, paths, job), result)
     return result, infrastructure
+
+
+def run_timeline(backend: Backend[H, Any], handle: H | None, paths: RunPaths, collected: float | None) -> list[Boundary]:
+    """The run's moments: what the backend saw of its job, the workload's marks in its logs, and when
+    its logs were collected; what cannot be read is left out (the run's outcome stands)."""
+    found: list[Boundary] = []
+    if handle is not None:
+        try:
+            found += backend.timeline(handle)
+        except BackendError as e:
+            log.warning("could not read the timeline of run %s: %s", paths.run_id, e)
+    found += workload_marks(Path(paths.output))
+    if collected is not None:
+        found.append(Boundary("collected", collected, "observed", 1e-6, "", "logs collected"))
+    return found
+
+
+def _ran_seconds(window: tuple[float, float] | None, telemetry: RunTelemetry, outcome: Outcome) -> float:
+    """Seconds the workload ran: its window on the timeline, else the telemetry's window less the queue."""
+    if window is not None:
+        return window[1] - window[0]
+    return telemetry.ended - telemetry.started - (outcome.queued_seconds or 0.0)
+
+
+def _with_phases(result: RunResult, timeline: list[Boundary]) -> RunResult:
+    """A succeeded run with its phases among its metrics (the workload's own figures win)."""
+    if result.status != "succeeded":
+        return result
+    found = phases(timeline)
+    return result.model_copy(update={"metrics": {**found, **result.metrics}}) if found else result
+
+
+def _write_timeline(paths: RunPaths, timeline: list[Boundary]) -> None:
+    """``timeline.json`` in the run's folder (it travels with the folder to shared storage)."""
+    try:
+        (Path(paths.run) / TIMELINE_FILE).write_text(json.dumps([b.as_dict() for b in timeline], indent=1) + "\n",
+                                                     encoding="utf-8")
+    except OSError as e:
+        log.warning("could not write the timeline of run %s: %s", paths.run_id, e)
 
 
 def _unexpected(error: Exception) -> str:

@@ -27,7 +27,7 @@ BAD = {
     ),
     "unknown-job-key": (
         "name: x\njob:\n  command: [a]\n  replicas: 2\n",
-        "spec.yaml:4:3: job.replicas: unknown key; allowed keys: command, env, image, kind",
+        "spec.yaml:4:3: job.replicas: unknown key; allowed keys: command, env, gang, image, kind",
     ),
     "wrong-type": ("name: x\njob: {command: [a]}\nrepeats: many\n", "spec.yaml:3:1: repeats: Input should be a valid integer"),
     "missing-key": ("name: x\n", "spec.yaml:1:1: job: required key is missing"),

@@ -164,8 +164,8 @@ def test_tables_fit_the_terminal_with_ids_whole_and_numbers_readable(wide: str, 
     assert "9.03 M" in results and "18.1 M" in results and "182 µs" in results and "2.10 ms" in results
     assert "±0.0%" in results  # the CI of the mean, relative
     # how many telemetry metrics a run has depends on how long it ran (samples): only that they are counted
-    assert re.search(r"also measured: extra_metric \(--metric NAME\); \d+ telemetry metrics? \(--telemetry\)",
-                     " ".join(results.split()))
+    assert re.search(r"also measured: extra_metric \(--metric NAME\); \d+ telemetry metrics? \(--telemetry\); "
+                     r"\d+ phases \(kubebench startup ID\)", " ".join(results.split()))
     assert "cpu_percent_max" in invoke("results", wide, "--telemetry", columns=200).output
     compared = invoke("compare", wide, other, columns=columns).output
     assert "base: r=1 · candidate: r=2" in compared.replace("\n", " ")

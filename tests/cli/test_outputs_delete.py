@@ -41,7 +41,7 @@ def test_runs_end_up_in_s3_and_outputs_lists_and_prints_them(home: Path, write, 
     listed = invoke("outputs", first["run_id"])
     assert listed.exit_code == 0, listed.output
     names = [line.split()[-1] for line in listed.output.splitlines()]
-    assert names == ["config/manifest.yaml", "config/params.yaml", "output/worker-0.log", "run.json"]
+    assert names == ["config/manifest.yaml", "config/params.yaml", "output/worker-0.log", "run.json", "timeline.json"]
     log = invoke("outputs", first["run_id"], "output/worker-0.log")
     assert log.output == f"log of {first['params']['n']}\nKUBEBENCH_METRIC v={float(first['params']['n'])!r}\n"
     record = json.loads(invoke("outputs", first["run_id"], "run.json").output)

@@ -27,7 +27,8 @@ from kubebench.store.store import open_store
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "cluster(**options): options of the emulated cluster: training_operator "
                                        "('1.9.3', '1.9.4'), trainer ('2.1', '2.3'), kueue (capacity), kubernetes "
-                                       "(the API server's minor version, '1.31' … the newest schemas)")
+                                       "(the API server's minor version, '1.31' … the newest schemas), gang (the training operator's "
+                                       "--gang-scheduler-name and that scheduler: 'volcano', 'scheduler-plugins')")
 
 
 def _checkers(trainer: str = "2.3") -> dict:
@@ -75,6 +76,7 @@ def cluster(emulator: Emulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     kueue = Kueue(options["kueue"]) if options.get("kueue") else None
     operator = OperatorStandIn(emulator, home, tmp_path, tmp_path / "node-logs", kueue=kueue,
                                training_operator=options.get("training_operator", "1.9.4"),
+                               gang_scheduler=options.get("gang"),
                                trainer=options.get("trainer", "2.3")).start()
     yield Cluster(emulator, operator, home, kubeconfig)
     operator.stop()

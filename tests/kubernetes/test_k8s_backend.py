@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from support.cluster.cluster import Cluster
 from support.cluster.emulator import ApiError, Faults
+from support.runs import workload_metrics
 from support.timing import wait_for
 
 QUICK = """
@@ -42,7 +43,7 @@ def jobs_left(cluster: Cluster, plural: str = "pytorchjobs", group: str = "kubef
 def test_pytorchjob_succeeds_with_logs_per_replica_and_is_deleted(cluster: Cluster, run_spec) -> None:
     ran = run_spec(spec())
     (run,) = ran.runs
-    assert (run.status, run.metrics, run.exit_code) == ("succeeded", {"v": 1.0}, 0), (run.reason, run.info)
+    assert (run.status, workload_metrics(run.metrics), run.exit_code) == ("succeeded", {"v": 1.0}, 0), (run.reason, run.info)
     output = cluster.home / "experiments" / "exp-1" / run.run_id / "output"
     assert (output / "master-0.log").read_text().startswith("rank 0")
     assert (output / "worker-0.log").read_text().startswith("rank 1")
@@ -59,7 +60,7 @@ def test_the_run_folders_are_writable_by_a_container_of_any_user(cluster: Cluste
             "modes = [stat.S_IMODE(os.stat(os.environ[n]).st_mode) for n in names]; print(modes); "
             "kubebench.report(v=int(all(m == 0o1777 for m in modes)))")
     (run,) = run_spec(spec(workers=1, code=code)).runs
-    assert (run.status, run.metrics) == ("succeeded", {"v": 1.0}), (run.reason, run.log_tail)
+    assert (run.status, workload_metrics(run.metrics)) == ("succeeded", {"v": 1.0}), (run.reason, run.log_tail)
 
 
 def test_a_failing_replica_fails_the_run_with_its_exit_code_and_log(cluster: Cluster, run_spec) -> None:
@@ -153,6 +154,8 @@ def calls(cluster: Cluster) -> dict[str, int]:
             what = "read namespace"
         elif r.method == "GET" and "kubebench.io/run=" in r.query.get("labelSelector", ""):
             what = "list a run's pods"
+        elif r.method == "GET" and "involvedObject.uid=" in r.query.get("fieldSelector", ""):
+            what = "list a pod's events"
         else:
             what = {"POST": "create", "DELETE": "delete"}.get(r.method, "list" if r.path.endswith("s") else "get")
         found[what] = found.get(what, 0) + 1
@@ -166,9 +169,11 @@ def test_tracking_calls_do_not_grow_with_polls(cluster: Cluster, run_spec) -> No
     # once: the pre-flight check (discovery of the core API and of the kind, the Kubernetes version,
     # the namespace), the spec folder's ConfigMap (create, delete), one list + watch for the jobs and
     # for the pods, the node and the training operator's Deployment (provenance); per job: create, one
-    # stream per container, the final list of its pods, delete
+    # stream per container, the final list of its pods, delete, and the events of each pod once (its
+    # timeline: one call per pod)
     assert calls(cluster) == {"discovery": 2, "version": 1, "read namespace": 1, "watch": 2, "list": 2, "read node": 1, "get": 1,
-                              "create": 1 + 3, "follow log": 3, "list a run's pods": 3, "delete": 1 + 3}
+                              "create": 1 + 3, "follow log": 3, "list a run's pods": 3, "delete": 1 + 3,
+                              "list a pod's events": 3}
 
 
 def test_random_api_errors_are_retried(cluster: Cluster, run_spec) -> None:

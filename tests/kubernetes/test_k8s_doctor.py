@@ -84,3 +84,15 @@ def test_doctor_names_every_problem_at_once(cluster: Cluster, tmp_path: Path) ->
     assert "warn claim: kubebench is Pending" in out
     assert "FAIL claim from a pod: a pod could not read" in out and "is not the claim" in out
     assert "FAIL Kueue queue: LocalQueue bench/team-a not found" in out
+
+
+def test_doctor_checks_the_gang_schedulers_podgroups_are_served(cluster: Cluster, tmp_path: Path) -> None:
+    bound(cluster)
+    path = write(tmp_path)
+    path.write_text(path.read_text().replace("  workers: 2\n", "  workers: 2\n  gang: {scheduler: volcano}\n"))
+    served = invoke("doctor", str(path))
+    assert "ok   gang scheduling (volcano): PodGroup (scheduling.volcano.sh/v1beta1) served" in served.output
+    cluster.api.unserved.add(("scheduling.volcano.sh", "v1beta1"))
+    missing = " ".join(invoke("doctor", str(path)).output.split())
+    assert "FAIL gang scheduling (volcano): PodGroup of scheduling.volcano.sh/v1beta1 is not served: install Volcano" in missing
+    assert "--gang-scheduler-name=volcano" in missing

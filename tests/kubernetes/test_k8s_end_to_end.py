@@ -19,6 +19,7 @@ from support.timing import scaled, wait_for
 from typer.testing import CliRunner
 
 from kubebench.cli import app
+from kubebench.timeline import PHASE_METRICS
 
 SPEC = """
 name: ddp-cnn
@@ -50,7 +51,7 @@ PROCESS_TELEMETRY = re.compile(r"^(cpu_percent_|memory_peak_bytes$|system_cpu_pe
 
 def shape(record: dict) -> dict:
     """What must be alike whichever backend ran the run: keys, states, metric and parameter names."""
-    metrics = sorted(m for m in record["metrics"] if not PROCESS_TELEMETRY.match(m))
+    metrics = sorted(m for m in record["metrics"] if not PROCESS_TELEMETRY.match(m) and m not in PHASE_METRICS)
     return {"keys": sorted(record), "status": record["status"], "metrics": metrics,
             "params": record["params"], "exit_code": record["exit_code"], "reason": record["reason"]}
 
@@ -68,6 +69,11 @@ def test_ddp_pytorchjob_end_to_end_stores_what_the_local_backend_stores(cluster:
     local_runs = json.loads(invoke("results", "ddp-local", "--format", "json").output)
     assert [shape(r) for r in k8s_runs] == [shape(r) for r in local_runs]
     (run,) = k8s_runs
+    # the phases line up: a local run has those that apply, the cluster's adds its own
+    local_phases = {m for m in local_runs[0]["metrics"] if m in PHASE_METRICS}
+    assert {"imports_seconds", "rendezvous_seconds", "init_seconds", "train_seconds"} <= local_phases
+    assert local_phases | {"operator_seconds", "scheduling_seconds", "image_pull_seconds", "teardown_seconds"} == {
+        m for m in run["metrics"] if m in PHASE_METRICS}
     assert run["status"] == "succeeded" and run["metrics"]["images_per_sec"] > 0
     assert set(run["metrics"]) >= {"images_per_sec", "step_time_p50"}
 

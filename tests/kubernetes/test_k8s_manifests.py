@@ -386,13 +386,17 @@ def test_job_fields_added_for_kubernetes_keep_the_fingerprints_of_older_specs(tm
     (tmp_path / "spec.yaml").write_text("name: b\njob: {kind: Job, workers: 2, command: [echo]}\n")
     loaded = load_spec(tmp_path / "spec.yaml")
     before = {k: v for k, v in loaded.spec.job.model_dump().items()
-              if k not in ("node_selector", "tolerations", "mpi_api_version", "server", "runtime")}
+              if k not in ("node_selector", "tolerations", "mpi_api_version", "server", "runtime", "gang", "topology")}
     assert job_fingerprint(loaded) == digest(before, None)  # what it was before these fields existed
     (tmp_path / "spec.yaml").write_text("name: b\njob: {kind: Job, workers: 2, command: [echo], node_selector: {a: b}}\n")
     assert job_fingerprint(load_spec(tmp_path / "spec.yaml")) != digest(before, None)
     (tmp_path / "spec.yaml").write_text("name: b\njob: {kind: TrainJob, workers: 2, command: [echo], runtime: jax-distributed}\n")
     trainjob = load_spec(tmp_path / "spec.yaml")
     assert job_fingerprint(trainjob) != digest({**before, "kind": "TrainJob"}, None)  # another runtime, another job
+    (tmp_path / "spec.yaml").write_text("name: b\njob: {kind: PyTorchJob, workers: 2, command: [echo], "
+                                        "gang: {scheduler: volcano}}\n")
+    ganged = load_spec(tmp_path / "spec.yaml")
+    assert job_fingerprint(ganged) != digest({**before, "kind": "PyTorchJob"}, None)  # a gang is another job
 
 
 def test_in_the_cluster_job_pods_run_from_the_spec_folder_of_the_configmap(tmp_path: Path, monkeypatch) -> None:

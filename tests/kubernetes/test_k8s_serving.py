@@ -112,10 +112,10 @@ def test_a_serving_run_measures_the_reference_server_through_its_service(cluster
     # the pre-flight check (with the Kubernetes version), the node (provenance) and the spec folder's
     # ConfigMap (create, delete) once;
     # per run: three creates, a log stream per container, the server's log read once the load is done,
-    # the run's pods listed, three deletes
+    # the run's pods listed, three deletes, and each pod's events once (its timeline: one call per pod)
     assert calls(cluster) == {"get": 7, "list deployments": 1, "watch deployments": 1, "list jobs": 1, "watch jobs": 1,
                               "list pods": 2, "watch pods": 1, "create": 1 + 3, "follow log": 2, "read log": 1,
-                              "delete": 1 + 3}
+                              "delete": 1 + 3, "list events": 2}
 
 
 @pytest.mark.slow

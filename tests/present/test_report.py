@@ -58,9 +58,11 @@ def test_report_is_self_contained_and_its_plots_render_in_chromium(report: Path,
     # history of their series (both experiments are report-demo)
     titles = [plots.nth(i).locator(".gtitle").first.text_content() for i in range(plots.count())]
     expected = ["throughput vs workers", "throughput vs batch", "throughput: runs of each trial",
-                "scaling efficiency over workers"]
-    assert [t for t in titles if not t.startswith("telemetry")] == (
+                "scaling efficiency over workers", "phases of each trial (median)"]
+    assert [t for t in titles if not t.startswith(("telemetry", "timeline of run"))] == (
         expected * 2 + ["throughput: rep-cand / rep-base", "report-demo: throughput"])
+    # where the time goes: the first run of each of the 6 trials of each experiment, drawn as a timeline
+    assert sum(t.startswith("timeline of run") and t.endswith("repeat 0)") for t in titles) == 2 * 6
     for i in range(plots.count()):
         plot = plots.nth(i)
         assert plot.locator(".main-svg").count() > 0

@@ -283,8 +283,9 @@ def test_unknown_job_key_lists_job_keys(tmp_path: Path) -> None:
     path = write(tmp_path, "name: bench\njob:\n  command: [echo]\n  replicas: 2\n")
     message = load_error(path)
     assert message.startswith(f"{path}:4:3: job.replicas: unknown key")
-    assert allowed(message) == ["command", "env", "image", "kind", "mpi_api_version", "node_selector", "resources",
-                                "runtime", "server", "template", "tolerations", "workers", "working_dir"]
+    assert allowed(message) == ["command", "env", "gang", "image", "kind", "mpi_api_version", "node_selector",
+                                "resources", "runtime", "server", "template", "tolerations", "topology", "workers",
+                                "working_dir"]
 
 
 def test_unknown_postprocess_key_lists_that_kinds_keys(tmp_path: Path) -> None:

@@ -87,6 +87,10 @@ class ScriptedBackend(LocalBackend):
         self.asked.append(handle)
         return dict(self.answer) if self.answer is not None else {"job": handle}
 
+    def timeline(self, handle) -> list:
+        """No moments: nothing ran (the workload's marks, if any, come from the run's logs)."""
+        return []
+
     def reclaim(self, leftovers) -> None:
         self.reclaimed.append([str(paths.run) for _, paths in leftovers])
         self._fail("reclaim")

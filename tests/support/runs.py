@@ -16,3 +16,11 @@ def runs(exp: str, trials: dict[str, tuple[dict, list[float]]], failed: dict[str
             found.append(RunRecord(run_id=f"{exp}-{trial}-f{i}", experiment_id=exp, trial_id=trial, repeat=100 + i,
                                    warmup=False, status="failed", params=params, metrics={}))
     return found
+
+
+def workload_metrics(metrics: dict[str, float]) -> dict[str, float]:
+    """A run's metrics less the phases of its timeline (``queue_seconds`` … ``overhead_fraction``),
+    which every run gets: what the workload and its post-processors reported."""
+    from kubebench.timeline import PHASE_METRICS
+
+    return {k: v for k, v in metrics.items() if k not in PHASE_METRICS}

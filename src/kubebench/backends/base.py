@@ -33,6 +33,7 @@ C = TypeVar("C", bound=PluginConfig)
 
 if TYPE_CHECKING:
     from ..render.job import RenderedJob
+    from ..timeline import Boundary
 
 
 @dataclass(frozen=True)
@@ -203,6 +204,16 @@ class JobVerbs(ABC, Generic[H]):
         from ..provenance import machine
 
         return dict(machine())
+
+    def notes(self, handle: H) -> dict[str, str]:
+        """What the run's info should say about how its job ran (a warning such as ``gang_warning``)."""
+        return {}
+
+    def timeline(self, handle: H) -> list[Boundary]:
+        """The moments of the job this backend knows (submitted, scheduled, started, exited, deleted …;
+        see :mod:`kubebench.timeline`), once it is released: the workload's own marks are read from
+        its logs apart. Never fails the run: what cannot be read is left out."""
+        return []
 
 
 class Backend(Lifecycle, JobVerbs[H], Generic[H, C]):

@@ -14,6 +14,7 @@ from ..errors import BackendError
 from ..paths import RunPaths
 from ..render.kinds import replica_groups
 from ..spec.base import PluginConfig
+from ..timeline import Boundary
 from . import orphans
 from .base import Backend, JobStatus, ProcessTelemetry
 from .local_env import operator_env
@@ -118,6 +119,10 @@ class LocalBackend(Backend[LocalJob, LocalConfig]):
     def finished(self, handle: LocalJob) -> str | None:
         """Stop what is left of the ended job (see ``LocalDriver.finished``)."""
         return handle.driver.finished(handle)
+
+    def timeline(self, handle: LocalJob) -> list[Boundary]:
+        """Submitted, each replica's process spawned and seen ended (see ``LocalDriver.timeline``)."""
+        return handle.driver.timeline(handle)
 
     def telemetry(self, handle: LocalJob) -> ProcessTelemetry:
         """The replicas' processes, sampled on this machine."""

@@ -19,6 +19,7 @@ from typing import IO, TYPE_CHECKING, Generic, Self, TypeVar
 
 from ..errors import BackendError, InfrastructureError
 from ..redact import job_environment
+from ..timeline import Boundary
 from . import orphans
 from .base import JobStatus
 from .reasons import exit_code, exit_reason
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
 LOCALHOST = "127.0.0.1"
 #: Errors of starting a process that say the machine is out of something, not that the job is wrong.
 INFRASTRUCTURE_ERRNOS = frozenset({errno.EAGAIN, errno.ENOMEM, errno.EMFILE, errno.ENFILE})
+#: The resolution of kubebench's own clock readings (``time.time``).
+_CLOCK = 1e-6
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,10 @@ class LocalJob:
     run_id: str = ""
     #: Processes found still running, and stopped, once the replicas were (``pid 123 (sleep)``).
     escaped: list[str] = field(default_factory=list)
+    #: When the job was submitted, and each replica's process spawned and seen ended (unix seconds).
+    submitted_at: float = field(default_factory=time.time)
+    spawned: dict[str, float] = field(default_factory=dict)
+    exited: dict[str, float] = field(default_factory=dict)
 
 
 J = TypeVar("J", bound=LocalJob)
@@ -102,8 +109,9 @@ class LocalDriver(ABC, Generic[J]):
             except subprocess.TimeoutExpired:
                 pass
         signal_groups(groups, signal.SIGKILL)
-        for _, process in handle.processes:
+        for launch, process in handle.processes:
             process.wait()
+            handle.exited.setdefault(launch.name, time.time())
         if groups:  # and what left the replicas' groups (a daemon started with setsid)
             handle.escaped += orphans.stop_escaped(handle.run_folder, handle.run_id, min(groups), set(groups))
         close_logs(handle)
@@ -118,6 +126,13 @@ class LocalDriver(ABC, Generic[J]):
         more = len(handle.escaped) - 5
         shown = ", ".join(handle.escaped[:5]) + (f" and {more} more" if more > 0 else "")
         return f"stopped {len(handle.escaped)} process(es) still running after the job ended: {shown}"
+
+    def timeline(self, handle: J) -> list[Boundary]:
+        """Submitted, each replica's process spawned and seen ended (kubebench's clock)."""
+        found = [Boundary("submitted", handle.submitted_at, "observed", _CLOCK, "", "submit called")]
+        found += [Boundary("started", t, "observed", _CLOCK, name, "process spawned") for name, t in handle.spawned.items()]
+        found += [Boundary("exited", t, "observed", _CLOCK, name, "process seen ended") for name, t in handle.exited.items()]
+        return found
 
     def track(self, handle: J) -> J:
         """Count ``handle`` among the jobs in flight (from here on, ``abort`` kills it)."""
@@ -137,6 +152,7 @@ class LocalDriver(ABC, Generic[J]):
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group, so that it can be stopped whole
         )
+        handle.spawned[launch.name] = time.time()
         handle.processes.append((launch, process))
 
 
@@ -155,7 +171,9 @@ def ended(handle: LocalJob, types: frozenset[str] | None = None) -> JobStatus:
         code = process.poll()
         if code is None:
             running = True
-        elif code != 0:
+            continue
+        handle.exited.setdefault(launch.name, time.time())
+        if code != 0:
             return JobStatus("failed", exit_code(code), f"{launch.name} {exit_reason(code)}")
     return JobStatus("running") if running else JobStatus("succeeded", 0)
 

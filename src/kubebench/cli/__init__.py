@@ -149,4 +149,4 @@ def main() -> None:
 
 
 # Command modules register themselves on `app`; imported last because they use the names above.
-from . import run, results, analysis, history, check, calibrate, efficiency, deploy, pipelines, operator, convert, doctor, data, datasets, export, db, serve  # noqa: E402,F401  # isort: skip  (this order is the order of --help)
+from . import run, results, startup, analysis, history, check, calibrate, efficiency, deploy, pipelines, operator, convert, doctor, data, datasets, export, db, serve  # noqa: E402,F401  # isort: skip  (this order is the order of --help)

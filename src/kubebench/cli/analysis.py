@@ -249,7 +249,8 @@ def overhead(
     metric: MetricOpt = None,
     store: StoreOpt = None,
 ) -> None:
-    """Platform overhead: the same spec on two backends or configurations ("overhead +x% ± y%").
+    """Platform overhead: the same spec on two backends or configurations ("overhead +x% ± y%"), and
+    where the end-to-end time differs, by phase ("+4.1 s: scheduling +2.2 s, image pull +1.5 s").
 
     \b
     Example:
@@ -261,7 +262,18 @@ def overhead(
     db = open_store_of(store)
     bare_runs, platform_runs = db.runs(bare), db.runs(platform)
     name, goal, unit = metric_of(db.experiment(bare), metric, bare_runs, platform_runs)
-    make_console().print(overhead_table(overheads(bare_runs, platform_runs, name, goal), name, unit))
+    console = make_console()
+    console.print(overhead_table(overheads(bare_runs, platform_runs, name, goal), name, unit))
+    from ..analyse.startup import phase_overheads
+    from ..present.startup import overhead_split
+    from ..present.tables import label, params_split
+
+    splits = phase_overheads(bare_runs, platform_runs) if any(
+        "end_to_end_seconds" in r.metrics for r in bare_runs) else []
+    _, swept = params_split([params for params, _ in splits])
+    for params, split in splits:  # where the difference of end-to-end time goes (the runs' timelines)
+        where = f"{label(params, swept)}: " if swept else ""
+        console.print(f"{where}end to end {overhead_split(split)}", markup=False, soft_wrap=True)
 
 
 @app.command()
@@ -288,6 +300,12 @@ def report(
     from ..monitor.plots import runs_telemetry
 
     sections = [experiment_section(r, runs[r.id], metric, runs_telemetry(db, runs[r.id])) for r in records]
+    from ..present.timeline_figures import startup_parts
+
+    for section, record in zip(sections, records):  # where the time goes: phases per trial, runs as timelines
+        tables, figures = startup_parts(runs[record.id], db.timelines(r.run_id for r in runs[record.id]))
+        section.tables += tables
+        section.figures += figures
     base = records[0]
     sections += [comparison_section(base, runs[base.id], r, runs[r.id], metric) for r in records[1:]]
     from ..present.data import add_data

@@ -73,12 +73,16 @@ def steady_mfu(metrics: dict[str, float]) -> dict[str, float]:
 
 
 def account(spec: BenchmarkSpec, base_dir: Path, manifest: dict[str, Any], result: RunResult, seconds: float,
-            machine_local: bool) -> RunResult:
-    """``result`` with energy per item and, under ``prices:``, its cost (succeeded runs only)."""
+            machine_local: bool, energy_seconds: float | None = None) -> RunResult:
+    """``result`` with energy per item and, under ``prices:``, its cost (succeeded runs only).
+
+    ``seconds``: how long the workload ran (its containers' or processes' start to their end, not the
+    queue, scheduling, scale-up or image pull before it); ``energy_seconds``: the window the run's
+    ``energy_joules`` was measured over (default ``seconds``), so that its mean power is right."""
     if result.status != "succeeded" or not seconds > 0:
         return result
     metrics, info = dict(result.metrics), dict(result.info)
-    added = energy_per_item(metrics, seconds) | steady_mfu(metrics)
+    added = energy_per_item(metrics, energy_seconds or seconds) | steady_mfu(metrics)
     if spec.prices is not None:
         try:
             table = load_prices(spec.prices, base_dir)

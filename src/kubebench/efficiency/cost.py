@@ -2,7 +2,9 @@
 
     cost_usd = hours × (devices × USD per device-hour + CPU cores × USD per core-hour)
 
-``hours`` is the run's wall time (from submit to the end of the job: what a cloud bills). What the run
+``hours`` is the time the workload ran: from its first container (or process) start to the end of its
+last, as the run's timeline says (:mod:`kubebench.timeline`), not the time it waited in a queue, for a
+node or for its image before (without a timeline: from admission to the end of the job). What the run
 held: the GPUs and CPU cores its manifest requests (limits, else requests) times each replica type's
 count; a local run that requests none holds the machine's GPUs and usable CPUs. Per item, at the
 measured throughput (what the items cost in a long run, without start-up):
@@ -11,8 +13,9 @@ measured throughput (what the items cost in a long run, without start-up):
     usd_per_thousand_images  = USD per second / images_per_sec × 10³
 
 and the same for ``samples_per_sec`` and ``requests_per_sec``. Energy per item uses the run's energy:
-``joules_per_<item> = (energy_joules / run seconds) / <items>_per_sec``, the run's mean power over its
-throughput; start-up idles in that mean, so a workload that measured its own steps (``llm_train`` on a
+``joules_per_<item> = (energy_joules / seconds measured over) / <items>_per_sec``, the run's mean power
+over its throughput (a pod's energy is read over the workload's window, so a queued run's figure is
+the same as one that started at once); start-up idles in that mean, so a workload that measured its own steps (``llm_train`` on a
 GPU) reports ``joules_per_token`` itself, and its figure is kept.
 """
 

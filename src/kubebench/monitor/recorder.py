@@ -1,4 +1,5 @@
-"""Telemetry of one run, for the runner: started after submit, stopped when the job ends, then stored.
+"""Telemetry of one run, for the runner: started after submit, stopped when the job ends, then stored
+(a Kubernetes run's pods over the window its workload ran, see ``RunTelemetry.record``).
 
 The backend says where it comes from (``Backend.telemetry``): replicas that are processes of this
 machine are sampled by a :class:`~.sampler.Sampler`; pods are read from Prometheus over the run's
@@ -40,6 +41,7 @@ class RunTelemetry:
         self._warning = ""
         self._meter: Meter | None = None
         self._energy: Energy | None = None
+        self._window: tuple[float, float] | None = None  # what the pods are read over (see record)
 
     def start(self, source: TelemetrySource | None) -> None:
         """Begin the run's window; sample the job's processes from now on when it has any here."""
@@ -68,18 +70,23 @@ class RunTelemetry:
             self._warning = self._warning or sampler.error
             LIVE.clear(self.run_id)
 
-    def record(self, store: Store, result: RunResult) -> RunResult:
+    def record(self, store: Store, result: RunResult, window: tuple[float, float] | None = None) -> RunResult:
         """Store the run's series and return ``result`` with their summaries among its metrics.
 
-        Summaries go to succeeded runs only, and never replace a metric the workload reported.
+        ``window``: when the workload ran (its timeline's, see :mod:`kubebench.timeline`): the pods'
+        series and energy are read over it, not over the queue and start-up before (without one: from
+        submit to the end of the job). Summaries go to succeeded runs only, and never replace a metric
+        the workload reported.
         """
         from .summary import summarize
 
         self.stop()
+        if window is not None and not isinstance(self._source, ProcessTelemetry):
+            self._window = window
         samples = self._samples or self._from_prometheus()
         if samples:
             store.add_telemetry(self.run_id, samples)
-        energy = self._energy or pods_energy(self.config, self._source, self.started, self.ended)
+        energy = self._energy or pods_energy(self.config, self._source, *self._read_over())
         update: dict[str, Any] = {}
         if (samples or energy.metrics) and result.status == "succeeded":
             update["metrics"] = {**(summarize(samples) if samples else {}), **energy.metrics, **result.metrics}
@@ -87,6 +94,15 @@ class RunTelemetry:
         if info:
             update["info"] = {**result.info, **info}
         return result.model_copy(update=update) if update else result
+
+    def _read_over(self) -> tuple[float, float]:
+        return self._window or (self.started, self.ended)
+
+    @property
+    def energy_seconds(self) -> float:
+        """Seconds the run's energy was measured over (see ``record``)."""
+        start, end = self._read_over()
+        return end - start
 
     @property
     def machine_local(self) -> bool:
@@ -100,7 +116,7 @@ class RunTelemetry:
         from .promql import Window, pod_telemetry
 
         try:
-            return pod_telemetry(Window(source.namespace, source.pods, self.started, self.ended), self.config)
+            return pod_telemetry(Window(source.namespace, source.pods, *self._read_over()), self.config)
         except KubebenchError as e:
             self._warning = str(e)
             return []

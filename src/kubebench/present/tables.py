@@ -23,6 +23,7 @@ from ..analyse import quality
 from ..numerics.stats import Summary, summarize
 from ..rules import is_telemetry, metric_order
 from ..store.records import FAILED_STATES, ExperimentRecord, RunRecord, TrialResults
+from ..timeline import PHASE_METRICS
 from .costs import HEADINGS, cost_metrics, usd
 from .numbers import metric_unit, percent, plural, short, si
 from .text import cell, safe
@@ -173,6 +174,8 @@ class MetricChoice:
     telemetry_hidden: int
     #: ``cost_usd`` and the price per item, shown in columns of their own (when not among ``shown``)
     cost: list[str] = field(default_factory=list)
+    #: the run's phases not shown (``kubebench startup`` shows them)
+    phases_hidden: int = 0
 
 
 def choose_metrics(found: Sequence[str], declared: Sequence[Mapping[str, object]], primary: str | None,
@@ -185,7 +188,7 @@ def choose_metrics(found: Sequence[str], declared: Sequence[Mapping[str, object]
     if chosen:
         shown = list(dict.fromkeys(chosen))
     else:
-        shown = names or [m for m in found if not is_telemetry(m)]
+        shown = names or [m for m in found if not is_telemetry(m) and m not in PHASE_METRICS]
         if primary in shown:
             shown = [primary, *(m for m in shown if m != primary)]
         if telemetry:
@@ -193,8 +196,11 @@ def choose_metrics(found: Sequence[str], declared: Sequence[Mapping[str, object]
     cost = [m for m in cost_metrics(found) if m not in shown]
     rest = [m for m in found if m not in shown and m not in cost]
     units = {str(m["name"]): str(m.get("unit") or "") for m in declared}
+    phases = [m for m in rest if m in PHASE_METRICS]
+    rest = [m for m in rest if m not in PHASE_METRICS]
     return MetricChoice(shown, {m: metric_unit(m, units.get(m, "")) for m in shown},
-                        [m for m in rest if not is_telemetry(m)], sum(1 for m in rest if is_telemetry(m)), cost)
+                        [m for m in rest if not is_telemetry(m)], sum(1 for m in rest if is_telemetry(m)), cost,
+                        len(phases))
 
 
 class Fitted:
@@ -384,6 +390,9 @@ def _hidden_caption(choice: MetricChoice) -> str | None:
     if choice.telemetry_hidden:
         n = choice.telemetry_hidden
         parts.append(f"{n} telemetry metric{'s' if n > 1 else ''} (--telemetry)")
+    if choice.phases_hidden:
+        n = choice.phases_hidden
+        parts.append(f"{n} phase{'s' if n > 1 else ''} (kubebench startup ID)")
     return "; ".join(parts) or None
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from ..errors import SpecError
 from ..plan.plan import Run, digest
 from ..spec.model import JOB_KINDS, OBJECT_NAME, JobSpec, LoadedSpec, env_name
-from . import kinds
+from . import gang, kinds
 from .templating import render_string, render_template_file
 
 
@@ -35,7 +35,7 @@ class RenderedJob:
 
 #: Job fields added after the first release: they count in the fingerprint only when set, so that
 #: experiments planned before they existed keep their ids and still resume.
-_LATER_FIELDS = ("node_selector", "tolerations", "mpi_api_version", "server", "runtime")
+_LATER_FIELDS = ("node_selector", "tolerations", "mpi_api_version", "server", "runtime", "gang", "topology")
 
 
 def job_fingerprint(loaded: LoadedSpec) -> str:
@@ -86,10 +86,37 @@ def render_run(loaded: LoadedSpec, run: Run, experiment_id: str, env: dict[str, 
     else:
         shape = resolve_shorthand(job, context, run)
         manifest = kinds.build_manifest(shape, name, run_labels, loaded.spec.timeout)
+    gang.apply(manifest, *resolve_gang(job, context, run), experiment_id)
     kinds.inject(manifest, env, run_labels)
     check_startable(manifest, f"{job.template}" if job.template else "job")
     workdir = loaded.base_dir / (job.working_dir or ".")
     return RenderedJob(run.id, str(manifest["metadata"]["name"]), manifest, workdir)
+
+
+def resolve_gang(job: JobSpec, context: dict[str, Any], run: Run) -> tuple[gang.GangShape | None, dict[str, str] | None]:
+    """``job.gang`` and ``job.topology`` with the trial's parameters filled in, types checked."""
+    trial = ", ".join(f"{k}={v}" for k, v in run.trial.params.items()) or "no parameters"
+
+    def text(value: Any, where: str) -> str | None:
+        return None if value is None else render_string(str(value), context, f"job.{where} (trial {trial})")
+
+    topology = None
+    if job.topology is not None:
+        where = "required" if job.topology.required is not None else "preferred"
+        topology = {where: str(text(getattr(job.topology, where), f"topology.{where}"))}
+    if job.gang is None:
+        return None, topology
+    g = job.gang
+    found = text(g.min_available, "gang.min_available")
+    try:
+        members = None if found is None else int(found)
+    except ValueError as e:
+        raise SpecError(f"job.gang.min_available (trial {trial}): {found!r} is not a whole number") from e
+    if members is not None and members < 1:
+        raise SpecError(f"job.gang.min_available (trial {trial}): must be at least 1, got {members}")
+    timeout = None if g.schedule_timeout is None else max(1, int(-(-g.schedule_timeout // 1)))
+    return gang.GangShape(g.scheduler, members, text(g.queue, "gang.queue"), text(g.priority_class, "gang.priority_class"),
+                          timeout), topology
 
 
 def resolve_shorthand(job: JobSpec, context: dict[str, Any], run: Run) -> kinds.JobShape:
@@ -105,7 +132,7 @@ def resolve_shorthand(job: JobSpec, context: dict[str, Any], run: Run) -> kinds.
             return {k: fill(v, f"{where}.{k}") for k, v in value.items()}
         return value
 
-    data = {k: fill(v, k) for k, v in job.model_dump(exclude={"template", "working_dir"}).items()}
+    data = {k: fill(v, k) for k, v in job.model_dump(exclude={"template", "working_dir", "gang", "topology"}).items()}
     for field in ("command", "env"):
         for path in _with_nul(data[field], (field,)):
             raise SpecError(f"job.{_field_path(path)} (trial {trial}): the value rendered for this trial holds a NUL "

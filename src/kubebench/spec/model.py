@@ -16,6 +16,7 @@ from ..rules import DEFAULT_RUNTIME
 from .base import Model, PluginConfig, parse_duration
 from .data import DataSpec
 from .efficiency import Prices, Reference
+from .gang import GangSpec, TopologySpec
 from .telemetry import TelemetryConfig
 
 JOB_KINDS = ("Process", "PyTorchJob", "TFJob", "MPIJob", "JAXJob", "XGBoostJob", "TrainJob", "Job", "Serving")
@@ -97,6 +98,10 @@ class JobSpec(Model):
     #: ``jax-distributed``, ``xgboost-distributed``, or a cluster's own); with ``template:``, the one
     #: the template's TrainJob names.
     runtime: str = Field(DEFAULT_RUNTIME, max_length=253, pattern=_NAME_OR_TEMPLATE)
+    #: Kubernetes: schedule all the job's pods together or none (Volcano, scheduler-plugins); see ``spec.gang``.
+    gang: GangSpec | None = None
+    #: Kubernetes with Kueue: place each replica type's pods within one topology domain; see ``spec.gang``.
+    topology: TopologySpec | None = None
 
     @field_validator("command", mode="before")
     @classmethod

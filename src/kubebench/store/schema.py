@@ -131,6 +131,20 @@ telemetry = Table(
     Column("value", Float, nullable=False),
 )
 
+# schema 9 (kubebench.timeline): one row per reading of a moment of a run (submitted, scheduled,
+# pulled, started, the workload's marks, exited …), with where its time came from and how fine it is
+run_timeline = Table(
+    "run_timeline",
+    metadata,
+    Column("run_id", String(32), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False, index=True),
+    Column("name", String(128), nullable=False),
+    Column("replica", String(128), nullable=False),
+    Column("t", Float, nullable=False),
+    Column("source", String(16), nullable=False),
+    Column("precision", Float, nullable=False),
+    Column("origin", String(256), nullable=False),
+)
+
 
 # schema 7 (kubebench.store.series): step changes of a series accepted as intended (`kubebench
 # history accept`); detections and gates measure against the level after them. metric "" = all.

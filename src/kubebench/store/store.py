@@ -11,6 +11,7 @@ from sqlalchemy import Connection, Engine, delete, func, insert, select, update
 
 from .. import ids
 from ..errors import NotFoundError, StoreError
+from ..timeline import Boundary
 from . import listing, rows, schema
 from .engine import make_engine, transaction
 from .migrate import ensure_current
@@ -237,6 +238,27 @@ class Store:
                 found.setdefault(series, []).append((t, value))
         return found
 
+    def add_timeline(self, run_id: str, timeline: Iterable[Boundary]) -> None:
+        """Store a run's timeline in place of any it had (a redone run replaces it)."""
+        tl = schema.run_timeline
+        values = [{"run_id": run_id, "name": b.name[:128], "replica": b.replica[:128], "t": b.t, "source": b.source,
+                   "precision": b.precision, "origin": b.origin[:256]} for b in timeline]
+        with self._tx("record a timeline", write=True) as conn:
+            conn.execute(delete(tl).where(tl.c.run_id == run_id))
+            if values:
+                conn.execute(insert(tl), values)
+
+    def timelines(self, run_ids: Iterable[str]) -> dict[str, list[Boundary]]:
+        """The timelines of these runs, each in time order (a run without one is left out)."""
+        tl, wanted = schema.run_timeline, list(run_ids)
+        found: dict[str, list[Boundary]] = {}
+        query = select(tl.c.run_id, tl.c.name, tl.c.t, tl.c.source, tl.c.precision, tl.c.replica, tl.c.origin)
+        with self._tx("read timelines") as conn:
+            for start in range(0, len(wanted), 500):  # bounded IN lists
+                for run_id, *row in conn.execute(query.where(tl.c.run_id.in_(wanted[start:start + 500]))):
+                    found.setdefault(run_id, []).append(Boundary(*row))
+        return {run_id: sorted(found[run_id], key=lambda b: b.t) for run_id in wanted if run_id in found}
+
     def run_folders(self, experiment_id: str) -> list[str]:
         """Where the experiment's runs' folders are (storage URLs or local paths) — runs that started."""
         r = schema.runs
@@ -286,6 +308,7 @@ class Store:
             run_ids = select(r.c.id).where(r.c.experiment_id == experiment_id)
             conn.execute(delete(m).where(m.c.run_id.in_(run_ids)))
             conn.execute(delete(schema.telemetry).where(schema.telemetry.c.run_id.in_(run_ids)))
+            conn.execute(delete(schema.run_timeline).where(schema.run_timeline.c.run_id.in_(run_ids)))
             conn.execute(delete(schema.run_attempts).where(schema.run_attempts.c.run_id.in_(run_ids)))
             conn.execute(delete(schema.experiment_data).where(schema.experiment_data.c.experiment_id == experiment_id))
             deleted = conn.execute(delete(r).where(r.c.experiment_id == experiment_id)).rowcount

@@ -27,6 +27,8 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+import kubebench
+
 from . import data as datasets, images as image_files
 from .distributed import MODES, Group, MpiGradients, setup
 from .measure import (
@@ -161,12 +163,14 @@ def timed_steps(step: Callable[[Batch], None], batches: Callable[[int], Batch], 
     """
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     times, cpu = [], []
+    kubebench.mark("first_step")
     for i in range(count):
         start, cpu_start = time.perf_counter(), time.process_time()
         step(batches(i))
         sync()  # CUDA runs asynchronously: without this we would time the launch, not the step
         times.append(time.perf_counter() - start)
         cpu.append(time.process_time() - cpu_start)
+    kubebench.mark("last_step")
     return times, cpu
 
 

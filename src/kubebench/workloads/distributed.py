@@ -18,6 +18,8 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+import kubebench
+
 from .options import available_cpus
 
 # Rendezvous and collective timeout: a hung peer fails the run instead of holding it for 30 minutes.
@@ -121,7 +123,23 @@ def _local_placement(mode: str) -> tuple[int, int]:
 
 
 def setup(mode: str = "auto", threads: int = 0) -> Group:
-    """Pick the device, size the CPU thread pool, and join the peers of ``mode`` (see ``MODES``)."""
+    """Pick the device, size the CPU thread pool, and join the peers of ``mode`` (see ``MODES``).
+
+    Marks ``imports_done`` on the way in and ``rendezvous_done`` once every rank is known to be in
+    the group (at once without peers): the run's ``imports_seconds`` and ``rendezvous_seconds``
+    (``kubebench.mark``). The group is known to work after a first collective, a barrier: NCCL makes
+    its communicator only then, so ``init_process_group`` returning says little on a GPU."""
+    kubebench.mark("imports_done")
+    group = _join(mode, threads)
+    if group.mode == "torch":
+        dist.barrier()
+    elif group.mode == "mpi":
+        group.comm.Barrier()
+    kubebench.mark("rendezvous_done")
+    return group
+
+
+def _join(mode: str, threads: int) -> Group:
     mode = detect_mode(mode)
     local_rank, local_world = _local_placement(mode)
     cuda = torch.cuda.is_available()

@@ -164,11 +164,13 @@ def run(args: argparse.Namespace, group: Group) -> None:
         describe(args, group, params)
     losses: list[torch.Tensor] = []
     step = make_step(model, args, group, losses)
+    kubebench.mark("first_step")
     warm, warm_cpu = timed_steps(step, batches, 0, args.warmup_steps, group.device)
     meter = gpu_meter(group.device)
     if meter is not None:
         meter.start()
     times, cpu = timed_steps(step, batches, args.warmup_steps, args.steps, group.device)
+    kubebench.mark("last_step")
     energy = meter.stop() if meter is not None else None
     if group.rank == 0:  # at once: the file's time marks the end of the measured steps (bench/gpu.py uses it)
         tokens_per_step = args.batch_size * args.shape.seq_len

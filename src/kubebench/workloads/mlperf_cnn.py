@@ -22,6 +22,8 @@ import numpy as np
 import torch
 from torch import nn
 
+import kubebench
+
 from . import data as datasets
 from .distributed import MODES, Group, MpiGradients, setup
 from .measure import params_digest, report_replicas
@@ -127,6 +129,7 @@ def main(argv: list[str] | None = None) -> None:
     step = make_step(args, model, group)
     log.end("init_stop")
     log.start("run_start")
+    kubebench.mark("first_step")
     status, accuracy, epoch = "aborted", 0.0, 0
     try:
         for epoch in range(1, args.max_epochs + 1):
@@ -141,6 +144,7 @@ def main(argv: list[str] | None = None) -> None:
                 status = "success"
                 break
         log.end("run_stop", metadata={"status": status})
+        kubebench.mark("last_step")
         if group.rank == 0:
             print(f"mlperf_cnn: {status} after {epoch} epochs, eval accuracy {accuracy:.4f} "
                   f"(target {args.target_accuracy})", flush=True)

@@ -20,6 +20,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is impor
 
 import numpy as np  # noqa: E402
 
+import kubebench  # noqa: E402
+
 from . import data as datasets  # noqa: E402
 from .measure import params_digest, peak_rss_bytes, print_header, report_replica, report_throughput, write_step_times  # noqa: E402
 from .options import MODELS, available_cpus, non_negative, positive, positive_float  # noqa: E402
@@ -171,13 +173,15 @@ def main(argv: list[str] | None = None) -> None:
         # A Keras model's input shape is fixed: take it from the dataset.
         args.image_size, args.channels = shard.images.shape[1], shard.images.shape[3]
     tf, rank, workers = setup(args)
+    kubebench.mark("imports_done")
     import keras
 
     if args.amp == "bf16":
         keras.mixed_precision.set_global_policy("mixed_bfloat16")
     from .tf_models import build_model
 
-    strategy = make_strategy(tf, workers)
+    strategy = make_strategy(tf, workers)  # MultiWorkerMirroredStrategy joins its peers lazily, at the first step
+    kubebench.mark("rendezvous_done")
     with strategy.scope():
         model = build_model(args.model, args.image_size, args.channels, args.num_classes, args.width)
     iterator = iter(strategy.distribute_datasets_from_function(input_dataset(tf, args)))
@@ -192,10 +196,12 @@ def main(argv: list[str] | None = None) -> None:
                       "Precision": args.amp if args.amp != "none" else "fp32",
                       "Sync": "MultiWorkerMirroredStrategy" if workers > 1 else "none"})
     times = []
+    kubebench.mark("first_step")
     for _ in range(args.warmup_steps + args.steps):
         start = time.perf_counter()
         np.asarray(step(iterator))  # fetching the result waits for the step to finish
         times.append(time.perf_counter() - start)
+    kubebench.mark("last_step")
     measured = times[args.warmup_steps:]
     own_rate = args.batch_size * len(measured) / sum(measured)
     rate = reduce_over_workers(tf, strategy, own_rate)

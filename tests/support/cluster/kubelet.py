@@ -1,8 +1,17 @@
 """The kubelet and scheduler of the operator stand-in's one node: a pod's containers as local
 processes, with the states, restarts and logs a real kubelet reports.
 
-- scheduling: node selector, resource requests (GPUs only on a node that has them), claims that
+- scheduling (:mod:`.scheduler`): nodes of finite capacity (``nodes``, one by default), a pod at a
+  time by the default scheduler or a PodGroup's pods all together by a gang scheduler; claims that
   exist; an unschedulable pod gets ``PodScheduled=False/Unschedulable`` and a FailedScheduling event;
+  a bound one ``PodScheduled=True`` (its ``lastTransitionTime`` in whole seconds) and the scheduler's
+  ``Scheduled`` event, whose ``eventTime`` has microseconds (an events.k8s.io recorder);
+- events as the kubelet records them (client-go's ``makeEvent``: named ``<pod>.<hex UnixNano>``,
+  whole-second timestamps): ``Pulling``/``Pulled`` (an image not on the node yet takes
+  ``delays.pull``: "Successfully pulled image "X" in 1.2s (1.2s including waiting). Image size: N
+  bytes."; then it is cached: "Container image "X" already present on machine"), ``Created`` and
+  ``Started`` (``delays.start`` after the pull); a container's ``startedAt`` and ``finishedAt`` are when
+  it started and ended;
 - images: an unpullable image alternates ``ErrImagePull`` and ``ImagePullBackOff`` as the kubelet does;
 - volumes: a claim in ``unmountable`` keeps the pod ``ContainerCreating`` with FailedMount events, and
   so does a ConfigMap volume whose ConfigMap is not there; a ConfigMap's files are written read-only
@@ -33,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import probes as k8s_probes
 from .emulator import ContainerLog
+from .scheduler import Delays, Scheduler, micro_now
 from .store import PODS, ApiError
 
 if TYPE_CHECKING:
@@ -53,13 +63,13 @@ def quantity(text: Any) -> float:
     return float(text)
 
 
-def now_text() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+def now_text(t: float | None = None) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
 
 
 @dataclass
 class Node:
-    """The one node pods are scheduled on."""
+    """A node pods are scheduled on (its ``allocatable``: what pods may request of it in all)."""
 
     name: str = "node-1"
     labels: dict[str, str] = field(default_factory=lambda: {"kubernetes.io/hostname": "node-1", "kubernetes.io/os": "linux"})
@@ -81,6 +91,8 @@ class Box:
     process: subprocess.Popen | None = None
     daemon: bool = False  # an sshd: runs until stopped
     started: float = 0.0
+    started_wall: float = 0.0  # startedAt, unix seconds
+    ended_wall: float = 0.0  # finishedAt of its last instance
     ends: float | None = None  # a simulated container's end
     restart_at: float | None = None
     reason: str = ""  # of a waiting or terminated state
@@ -111,6 +123,15 @@ class PodSim:
     dirty: bool = False  # a probe changed what its status says: write it
     #: container → (mount path, local folder) of its ConfigMap volumes
     mounts: dict[str, list[tuple[str, Path]]] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    node: str = ""  # spec.nodeName once bound
+    requests: dict[str, float] = field(default_factory=dict)  # what it takes of its node
+    pulling: float | None = None  # when its images started being pulled (monotonic)
+    pulled: float | None = None  # when they were all there
+    fetching: list[str] = field(default_factory=list)  # containers whose image is being pulled
+    #: condition type → (status, lastTransitionTime) of the readiness conditions
+    transitions: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     @property
     def state(self) -> str:
@@ -130,6 +151,13 @@ class Kubelet:
     def __init__(self, standin: "OperatorStandIn") -> None:
         self.s = standin
         self.node = Node()
+        #: Every node of the cluster (the first is ``node``); each has its own allocatable.
+        self.nodes = [self.node]
+        self.delays = Delays()
+        self.scheduler = Scheduler(self)
+        #: Images each node has pulled (a later pull is a cache hit); image → bytes, as reported.
+        self.images: dict[str, set[str]] = {}
+        self.image_size = 543804759
         self.unpullable = ("does-not-exist",)
         self.unmountable: set[str] = set()
         self.backoff_scale = 0.02
@@ -142,21 +170,29 @@ class Kubelet:
 
     # --- scheduling, pulling, mounting ---------------------------------------------------------
 
+    def quantity(self, text: Any) -> float:
+        return quantity(text)
+
     def step(self, pod: PodSim) -> None:
         """Move the pod on by what its state allows now."""
         if pod.stage == "scheduling":
             why = self.unschedulable(pod)
+            if why is None:
+                placed = self.scheduler.schedule(pod)
+                why = None if placed in ("bound", "wait") else placed
+                if placed == "wait":
+                    return
             if why:
                 self._scale_up(pod, why)
                 return self._pending(pod, {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                                           "message": why}, "FailedScheduling", why, "default-scheduler")
-            pod.stage, pod.conditions = "pulling", [{"type": "PodScheduled", "status": "True"}]
-            pod.ip = self.s.network.pod_ip()
-            self._bind(pod)
+                                           "message": why}, "FailedScheduling", why,
+                                     pod.spec.get("schedulerName") or "default-scheduler")
         if pod.stage == "pulling":
             bad = next((b for b in pod.boxes if any(u in b.spec.get("image", "") for u in self.unpullable)), None)
             if bad is not None:
                 return self._pull_failing(pod, bad)
+            if not self._pulled(pod):
+                return
             pod.stage = "mounting"
         if pod.stage == "mounting":
             claim = next((c for c in self._claims(pod) if c in self.unmountable), None)
@@ -171,19 +207,47 @@ class Kubelet:
             self._containers(pod)
 
     def unschedulable(self, pod: PodSim) -> str | None:
-        spec = pod.spec
-        if any(self.node.labels.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()):
-            return "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector."
-        for box in pod.boxes:
-            resources = box.spec.get("resources") or {}
-            amounts = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
-            for resource, amount in amounts.items():
-                if quantity(amount) > quantity(self.node.allocatable.get(resource, 0)):
-                    return f"0/1 nodes are available: 1 Insufficient {resource}."
+        """Why no node can ever take the pod as it is (a claim that does not exist), else None."""
         for claim in self._claims(pod):
             if self.s.store.find(("", "v1", "persistentvolumeclaims"), pod.job.namespace, claim) is None:
-                return f'0/1 nodes are available: persistentvolumeclaim "{claim}" not found.'
+                return f'0/{len(self.nodes)} nodes are available: persistentvolumeclaim "{claim}" not found.'
         return None
+
+    def bind(self, pod: PodSim, node: Node, scheduler: str) -> None:
+        """Bind the pod to ``node`` (``spec.nodeName``), as ``scheduler`` does, with its Scheduled event."""
+        pod.node, pod.stage = node.name, "pulling"
+        pod.conditions = [{"type": "PodScheduled", "status": "True", "lastTransitionTime": now_text()}]
+        pod.ip = self.s.network.pod_ip()
+        self.s.store.update(PODS, pod.job.namespace, pod.name,
+                            lambda o: {**o, "spec": {**o["spec"], "nodeName": node.name}})
+        self.s.event(pod, "Scheduled", f"Successfully assigned {pod.job.namespace}/{pod.name} to {node.name}",
+                     source=scheduler, type="Normal", event_time=micro_now())
+        self.write(pod)
+
+    def _pulled(self, pod: PodSim) -> bool:
+        """Pull the pod's images the node does not have (``delays.pull`` each, all at once, as a kubelet
+        pulling in parallel does), with the kubelet's Pulling and Pulled events; True once all are there."""
+        now, cache = time.monotonic(), self.images.setdefault(pod.node, set())
+        boxes = [b for b in pod.boxes if b.spec.get("image")]
+        if pod.pulling is None:
+            pod.pulling, pod.fetching = now, [b.name for b in boxes if b.spec["image"] not in cache and self.delays.pull > 0]
+            for box in boxes:
+                if box.name in pod.fetching:
+                    self.s.event(pod, "Pulling", f'Pulling image "{box.spec["image"]}"', source="kubelet", type="Normal",
+                                 field_path=_field_path(box))
+        if pod.fetching and now - pod.pulling < self.delays.pull:
+            return False
+        if pod.pulled is None:
+            took = _go_duration(now - pod.pulling)
+            for box in boxes:
+                image = box.spec["image"]
+                message = (f'Successfully pulled image "{image}" in {took} ({took} including waiting). '
+                           f"Image size: {self.image_size} bytes." if box.name in pod.fetching
+                           else f'Container image "{image}" already present on machine')
+                self.s.event(pod, "Pulled", message, source="kubelet", type="Normal", field_path=_field_path(box))
+                cache.add(image)
+            pod.pulled = time.monotonic()
+        return True
 
     def _scale_up(self, pod: PodSim, why: str) -> None:
         """The cluster-autoscaler: a pod short of a resource it can add triggers a scale-up (an event
@@ -209,10 +273,6 @@ class Kubelet:
             pod.conditions = [condition]
             self.s.event(pod, reason, message, source=source)
             self.write(pod)
-
-    def _bind(self, pod: PodSim) -> None:
-        self.s.store.update(PODS, pod.job.namespace, pod.name,
-                            lambda o: {**o, "spec": {**o["spec"], "nodeName": self.node.name}})
 
     def _pull_failing(self, pod: PodSim, box: Box) -> None:
         phase = int((time.monotonic() - pod.since) / PULL_PERIOD) % 2
@@ -285,6 +345,8 @@ class Kubelet:
 
     def _start(self, pod: PodSim, box: Box) -> bool:
         """Start the container's next instance; False if it has to wait (nothing changed then)."""
+        if not box.log.instances and pod.pulled is not None and time.monotonic() < pod.pulled + self.delays.start:
+            return False  # the runtime still creating the container
         path = self.s.logs / f"{pod.job.namespace}_{pod.name}_{box.name}_{len(box.log.instances)}.log"
         argv = self.s.argv(box.spec)
         mounts = pod.mounts.get(box.name) or []
@@ -299,6 +361,11 @@ class Kubelet:
         box.restart_at, box.reason, box.code = None, "", None
         box.probe_started = box.probe_ready = False
         box.state, box.started, box.ends, box.daemon = "running", time.monotonic(), None, False
+        box.started_wall = time.time()
+        self.s.event(pod, "Created", f"Created container: {box.name}", source="kubelet", type="Normal",
+                     field_path=_field_path(box))
+        self.s.event(pod, "Started", f"Started container {box.name}", source="kubelet", type="Normal",
+                     field_path=_field_path(box))
         if self.s.simulate is not None and not box.init:
             path.write_text(f"{pod.type}-{pod.index} simulated\n")
             box.ends = time.monotonic() + self.s.simulate
@@ -334,7 +401,9 @@ class Kubelet:
             return False
         box.state, box.code, box.process = "terminated", code, None
         box.reason = "Completed" if code == 0 else "OOMKilled" if code == 137 and self.oom_on_sigkill else "Error"
-        box.last = {"exitCode": code, "reason": box.reason, "startedAt": now_text(), "finishedAt": now_text()}
+        box.ended_wall = time.time()
+        box.last = {"exitCode": code, "reason": box.reason, "startedAt": now_text(box.started_wall),
+                    "finishedAt": now_text(box.ended_wall)}
         box.log.ended.set()
         if (code != 0 and pod.restart_policy == "OnFailure" or pod.restart_policy == "Always") and pod.stage == "running":
             # The first restart is at once; then 10 s, doubling up to 5 min (the kubelet's back-off).
@@ -444,7 +513,13 @@ class Kubelet:
         else:
             why = {"status": "True"}
         init = {"status": "True"} if initialized else {"status": "False", "reason": "ContainersNotInitialized"}
-        return [{"type": "Initialized", **init}, {"type": "ContainersReady", **why}, {"type": "Ready", **why}]
+        found = [{"type": "Initialized", **init}, {"type": "ContainersReady", **why}, {"type": "Ready", **why}]
+        for condition in found:  # lastTransitionTime: when its status last changed, whole seconds
+            before = pod.transitions.get(condition["type"])
+            if before is None or before[0] != condition["status"]:
+                pod.transitions[condition["type"]] = before = (condition["status"], now_text())
+            condition["lastTransitionTime"] = before[1]
+        return found
 
     def pod_ready(self, pod: PodSim) -> bool:
         """Whether the pod's Ready condition is True."""
@@ -456,9 +531,11 @@ class Kubelet:
                                   "ready": k8s_probes.ready(box), "restartCount": box.restarts,
                                   "started": k8s_probes.started(box)}
         if box.state == "running":
-            status["state"] = {"running": {"startedAt": now_text()}}
+            status["state"] = {"running": {"startedAt": now_text(box.started_wall)}}
         elif box.state == "terminated":
-            status["state"] = {"terminated": {"exitCode": box.code, "reason": box.reason, "finishedAt": now_text()}}
+            status["state"] = {"terminated": {"exitCode": box.code, "reason": box.reason,
+                                              "startedAt": now_text(box.started_wall),
+                                              "finishedAt": now_text(box.ended_wall or time.time())}}
         else:
             message = (box.last or {}).get("message") if box.reason in ("ErrImagePull", "ImagePullBackOff") else None
             status["state"] = {"waiting": {"reason": box.reason or "ContainerCreating",
@@ -466,6 +543,20 @@ class Kubelet:
         if box.restarts or (box.state == "waiting" and box.reason == "CrashLoopBackOff"):
             status["lastState"] = {"terminated": {k: v for k, v in (box.last or {}).items() if k != "message"}}
         return status
+
+
+def _field_path(box: Box) -> str:
+    return f"spec.{'initContainers' if box.init else 'containers'}{{{box.name}}}"
+
+
+def _go_duration(seconds: float) -> str:
+    """Seconds as Go prints a ``time.Duration`` cut to milliseconds (``796ms``, ``1.594s``, ``1m2.5s``)."""
+    ms = int(seconds * 1000)
+    if ms < 1000:
+        return f"{ms}ms" if ms else "0s"
+    minutes, rest = divmod(ms, 60_000)
+    text = f"{rest / 1000:.3f}".rstrip("0").rstrip(".") + "s"
+    return f"{minutes}m{text}" if minutes else text
 
 
 def _digest(image: str) -> str:

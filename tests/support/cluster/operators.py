@@ -78,6 +78,8 @@ class Controller:
         job.finished = time.monotonic()
         if clean and clean != "None":
             self.delete_pods(job, clean)
+        if self.s.podgroups is not None:
+            self.s.podgroups.delete(job)
         self.s.finished(job)
 
     def start(self, job: "Tracked") -> None:
@@ -126,8 +128,15 @@ class TrainingOperator(Controller):
     def _create_missing(self, job: "Tracked") -> None:
         existing = {(p.type, p.index) for p in self.live(job)}
         replicas = self.replicas(job)
+        gang = self.s.podgroups
+        if gang is not None and not gang.sync(job, replicas):
+            return  # Volcano: no pod before the PodGroup is Inqueue (see .gang)
         for rank, (rtype, index, template, restart) in enumerate(replicas):
             if (rtype.lower(), index) not in existing:
+                if self.s.pod_interval and time.monotonic() - job.data.get("pod_at", -1e9) < self.s.pod_interval:
+                    return  # a busy operator: the next pod at a later reconcile (jobs started together interleave)
+                job.data["pod_at"] = time.monotonic()
+                template = gang.decorate(template, job, rtype) if gang is not None else template
                 self.s.create_pod(job, rtype.lower(), index, template, self._env(job, rtype, index, rank, replicas),
                                   restart, self._pod_name(job, rtype, index), self._labels(job, rtype, index))
 

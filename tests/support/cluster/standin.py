@@ -31,10 +31,12 @@ from typing import Any
 
 from .apps import DeploymentController
 from .emulator import KINDS, PODS, ApiError, ContainerLog, Emulator
+from .gang import PodGroupControl
 from .kubelet import SSHD, Box, Kubelet, PodSim, local_argv, path_of
 from .kueue import Kueue
 from .network import Network
 from .operators import JobController, MpiOperator, TrainingOperator
+from .scheduler import requests_of
 from .trainer import TrainerController
 
 JOB_KINDS = ("PyTorchJob", "TFJob", "JAXJob", "XGBoostJob", "MPIJob", "TrainJob", "Job")
@@ -77,7 +79,7 @@ class OperatorStandIn:
 
     def __init__(self, emulator: Emulator, local_root: Path, workdir: Path, logs: Path, mount_path: str = "/kubebench",
                  simulate: float | None = None, training_operator: str = "1.9.4", trainer: str = "2.3",
-                 kueue: Kueue | None = None) -> None:
+                 kueue: Kueue | None = None, gang_scheduler: str | None = None) -> None:
         self.emulator, self.store = emulator, emulator.store
         self.local_root, self.workdir, self.logs, self.mount_path = local_root, workdir, logs, mount_path
         self.simulate = simulate
@@ -86,6 +88,15 @@ class OperatorStandIn:
         self.kubelet = Kubelet(self)
         self.node = self.kubelet.node
         self.kueue = kueue
+        #: The training operator started with ``--gang-scheduler-name`` (``volcano`` | ``scheduler-plugins``),
+        #: and that gang scheduler running (:mod:`.gang`, :mod:`.scheduler`); None: no gang scheduling.
+        self.podgroups = PodGroupControl(self, gang_scheduler) if gang_scheduler else None
+        if self.podgroups is not None:
+            self.kubelet.scheduler.gang[self.podgroups.scheduler_name] = (
+                "volcano" if gang_scheduler == "volcano" else "coscheduling")
+        #: Seconds between two pods the training operator creates for one job (0: all at once): an
+        #: operator whose work queue is busy (kubeflow/trainer#1407), so jobs started together interleave.
+        self.pod_interval = 0.0
         self.refuse_pods: str | None = None  # a reason every pod create is refused (PodSecurity …)
         #: A container a mutating webhook adds first to every pod (a service mesh's proxy).
         self.inject_sidecar: dict | None = None
@@ -138,6 +149,20 @@ class OperatorStandIn:
         self.network.stop()
         self.errors += self.network.errors
 
+    def set_nodes(self, count: int, allocatable: dict[str, str]) -> None:
+        """Make the cluster ``count`` nodes of ``allocatable`` each (``node-1`` … ``node-<count>``)."""
+        from .kubelet import Node
+
+        nodes = [Node(f"node-{i}", {"kubernetes.io/hostname": f"node-{i}", "kubernetes.io/os": "linux"},
+                      dict(allocatable)) for i in range(1, count + 1)]
+        for node in nodes:
+            self.store.kubelets.add(node.name)
+            if self.store.find(("", "v1", "nodes"), "", node.name) is None:
+                self.store.create(("", "v1", "nodes"), "", {"apiVersion": "v1", "kind": "Node", "metadata": {
+                    "name": node.name, "labels": node.labels}, "status": {"allocatable": node.allocatable}})
+        self.kubelet.node, self.kubelet.nodes = nodes[0], nodes
+        self.node = nodes[0]
+
     def processes(self) -> list[subprocess.Popen]:
         """Every process started, ended or not."""
         return list(self.started_processes)
@@ -166,6 +191,7 @@ class OperatorStandIn:
             pass
         if self.kueue is not None:
             self.kueue.tick(self)
+        self.kubelet.scheduler.tick()
         for job in list(self.jobs.values()):
             self._controller(job).tick(job)
         for pod in list(self.pods.values()):
@@ -236,7 +262,10 @@ class OperatorStandIn:
             log = ContainerLog()
             self.emulator.logs[(job.namespace, name, container["name"])] = log
             boxes.append(Box(container["name"], container, init, log))
-        pod = PodSim(job, name, rtype, index, spec, env, boxes, restart_policy, uid=created["metadata"]["uid"])
+        pod = PodSim(job, name, rtype, index, spec, env, boxes, restart_policy, uid=created["metadata"]["uid"],
+                     labels=dict(created["metadata"].get("labels") or {}),
+                     annotations=dict(created["metadata"].get("annotations") or {}),
+                     requests=requests_of(spec, quantity))
         job.pods.append(pod)
         self.pods[(job.namespace, name)] = pod
         self.kubelet.write(pod)
@@ -249,15 +278,19 @@ class OperatorStandIn:
         except ApiError:
             pass
 
-    def event(self, about: Tracked | PodSim, reason: str, message: str, source: str = "") -> None:
-        """Record an Event about a job or a pod."""
+    def event(self, about: Tracked | PodSim, reason: str, message: str, source: str = "", type: str = "Warning",
+              field_path: str = "", event_time: str = "") -> None:
+        """Record an Event about a job or a pod (``field_path``: the container it is about;
+        ``event_time``: a MicroTime, as events.k8s.io recorders such as the scheduler's set)."""
         if isinstance(about, PodSim):
             involved = {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": about.name, "uid": about.uid}}
             namespace = about.job.namespace
         else:
             involved = {"kind": about.kind, "apiVersion": about.api_version, "metadata": {"name": about.name, "uid": about.uid}}
             namespace = about.namespace
-        self.store.record_event(namespace, involved, reason, message, source=source or f"{about.__class__.__name__}")
+        self.store.record_event(namespace, involved, reason, message, kind=type,
+                                source=source or f"{about.__class__.__name__}", field_path=field_path,
+                                event_time=event_time)
 
     def finished(self, job: Tracked) -> None:
         self.timings[job.name] = (job.created, job.finished or time.monotonic())

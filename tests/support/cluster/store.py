@@ -49,6 +49,8 @@ KINDS: dict[Key, str] = {
     ("trainer.kubeflow.org", "v1alpha1", "trainjobs"): "TrainJob",
     ("jobset.x-k8s.io", "v1alpha2", "jobsets"): "JobSet",
     ("kueue.x-k8s.io", "v1beta1", "localqueues"): "LocalQueue",
+    ("scheduling.volcano.sh", "v1beta1", "podgroups"): "PodGroup",
+    ("scheduling.x-k8s.io", "v1alpha1", "podgroups"): "PodGroup",
     ("rbac.authorization.k8s.io", "v1", "roles"): "Role",
     ("rbac.authorization.k8s.io", "v1", "rolebindings"): "RoleBinding",
     ("rbac.authorization.k8s.io", "v1", "clusterroles"): "ClusterRole",
@@ -400,12 +402,25 @@ class Store:
             return events, max(rv, self.rv)
 
     def record_event(self, namespace: str, involved: dict, reason: str, message: str, kind: str = "Warning",
-                     source: str = "") -> None:
-        """An Event about ``involved`` (an object), as controllers and the kubelet write them."""
+                     source: str = "", field_path: str = "", event_time: str = "") -> None:
+        """An Event about ``involved`` (an object), as controllers and the kubelet write them: named
+        ``<object>.<hex UnixNano>`` with whole-second timestamps (client-go ``tools/record``'s
+        ``makeEvent``); with ``event_time`` (a MicroTime) as an events.k8s.io recorder writes it and the
+        core API shows it: ``eventTime`` and ``reportingComponent``, no ``firstTimestamp``."""
         meta = involved.get("metadata") or {}
-        name = f"{meta.get('name', 'x')}.{uuid.uuid4().hex[:12]}"
-        self.create(EVENTS, namespace, {
+        stamp = time.time_ns()
+        with self.cond:
+            while (EVENTS, namespace, f"{meta.get('name', 'x')}.{stamp:x}") in self.objects:
+                stamp += 1
+        name = f"{meta.get('name', 'x')}.{stamp:x}"
+        obj: dict[str, Any] = {
             "apiVersion": "v1", "kind": "Event", "metadata": {"name": name}, "type": kind, "reason": reason,
-            "message": message, "source": {"component": source}, "count": 1, "firstTimestamp": _now(),
+            "message": message, "source": {"component": source}, "count": 1,
             "involvedObject": {"kind": involved.get("kind"), "name": meta.get("name"), "namespace": namespace,
-                               "uid": meta.get("uid"), "apiVersion": involved.get("apiVersion")}})
+                               "uid": meta.get("uid"), "apiVersion": involved.get("apiVersion"),
+                               **({"fieldPath": field_path} if field_path else {})}}
+        if event_time:
+            obj |= {"eventTime": event_time, "reportingComponent": source, "source": {}}
+        else:
+            obj |= {"firstTimestamp": _now(), "lastTimestamp": _now()}
+        self.create(EVENTS, namespace, obj)

@@ -111,6 +111,11 @@ class Api:
                                              lambda timeout: self.custom.get_namespaced_custom_object(
             res.group, res.version, namespace, res.plural, name, _request_timeout=timeout), expect=(404,)))
 
+    def get_cluster(self, res: Resource, name: str) -> dict | None:
+        """Read a cluster-scoped custom object (a ClusterTrainingRuntime); None if there is none."""
+        return cast("dict | None", self.call(f"read {res.kind} {name}", lambda timeout: self.custom.get_cluster_custom_object(
+            res.group, res.version, res.plural, name, _request_timeout=timeout), expect=(404,)))
+
     def delete(self, res: Resource, namespace: str, name: str, propagation: str) -> bool:
         """Delete an object and, by ``propagation``, its pods; False if it was already gone."""
         def delete(timeout: float) -> Any:

@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import BackendError, KubebenchError
 from ...paths import RunPaths
-from ...render import kinds, versions
+from ...render import gang, kinds, versions
 from ...spec.files import spec_files_of
 from ..base import Backend, Check, JobStatus, Outcome, PodTelemetry
-from . import preflight, specmap
+from . import podgroup, preflight, specmap
 from .api import Api, Resource
 from .cluster import Cluster
 from .clusterinfo import ClusterInfo
@@ -44,6 +44,7 @@ from .watches import Watches
 
 if TYPE_CHECKING:
     from ...render.job import RenderedJob
+    from ...timeline import Boundary
 
 
 class KubernetesBackend(Backend[KubeJob, KubernetesConfig]):
@@ -109,9 +110,11 @@ class KubernetesBackend(Backend[KubeJob, KubernetesConfig]):
             api = preflight.connect(lambda: self.api, self.config)
         except KubebenchError as e:
             return [Check("cluster", "fail", str(e))]
-        return preflight.doctor(api, self.config, self.namespace, manifests, self.resources(manifests),
-                                claim_root(self.config, local), self.config.probe_image,
-                                ships_spec=self._spec_files is not None)
+        checks = preflight.doctor(api, self.config, self.namespace, manifests, self.resources(manifests),
+                                  claim_root(self.config, local), self.config.probe_image,
+                                  ships_spec=self._spec_files is not None)
+        schedulers = [s for s in (gang.scheduler_of(m) for m in manifests) if s in podgroup.RESOURCES]
+        return checks + podgroup.doctor_checks(api, schedulers)
 
     def begin(self, experiment_id: str) -> None:
         """Make the ConfigMap of the spec's folder that every job pod mounts."""
@@ -154,6 +157,8 @@ class KubernetesBackend(Backend[KubeJob, KubernetesConfig]):
             self.cancel(handle)
         if self._spec_map is not None and not self.config.keep_jobs:
             specmap.remove(self.api, self.namespace, self._spec_map)
+        if not self.config.keep_jobs:
+            self.jobs.remove_runtimes()
         self._spec_map = None
         self.watches.stop()
         self.cluster.close()
@@ -232,6 +237,15 @@ class KubernetesBackend(Backend[KubeJob, KubernetesConfig]):
     def cancel(self, handle: KubeJob) -> None:
         """Delete what the run created; its pods go with it."""
         handle.driver.cancel(handle)
+
+    def notes(self, handle: KubeJob) -> dict[str, str]:
+        """What the run's info should say (``gang_warning``: the job was meant to be gang-scheduled
+        and no PodGroup appeared)."""
+        return dict(handle.notes)
+
+    def timeline(self, handle: KubeJob) -> list[Boundary]:
+        """The run's moments as its kind's driver reads them (see :mod:`.timeline`)."""
+        return handle.driver.timeline(handle)
 
     def telemetry(self, handle: KubeJob) -> PodTelemetry:
         """The job's pods, named after it by every operator (``<job>-…``)."""

@@ -10,8 +10,9 @@ import time
 from typing import Any
 
 from ...errors import BackendError
+from ...timeline import Boundary
 from ..base import JobStatus
-from . import objects, status as st
+from . import objects, podgroup, status as st, timeline
 from .api import Resource
 from .cluster import Cluster
 from .handle import J, KindDriver
@@ -42,6 +43,26 @@ class ClusterDriver(KindDriver[J]):
             return [f"could not list the pods of {handle.title}: {e}"]
         return handle.logs.finish(list(handle.seen.values()), handle.all_ended)
 
+    def timeline(self, handle: J) -> list[Boundary]:
+        """The run's moments: what the watches saw, what its pods say, and their events (listed once
+        per pod, now that the run is over: one API call each)."""
+        name_of = handle.logs.name_of if handle.logs is not None else st.replica_name
+        api, namespace = self.cluster.api, handle.namespace
+
+        def events(uid: str) -> list[dict[str, Any]]:
+            try:
+                return api.events(namespace, uid)
+            except BackendError as e:
+                log.debug("could not list the events of pod %s: %s", uid, e)
+                return []
+
+        found = timeline.boundaries(handle.clock, list(handle.seen.values()), events, name_of, handle.main)
+        if handle.gang is not None:
+            if "gang_ready" not in handle.gang.moments:
+                handle.gang.read(self.cluster.api, handle.namespace)
+            found += handle.gang.boundaries()
+        return found
+
     def job_status(self, handle: J, jobs: Informer, pods: list[dict[str, Any]]) -> JobStatus:
         """The phase of the job object ``handle`` names, from the watch's cache, with its pods ``pods``:
         queued while suspended before it started, preempted when suspended after; a pod stuck past
@@ -52,12 +73,14 @@ class ClusterDriver(KindDriver[J]):
                 return JobStatus("failed", None, f"{handle.title} was deleted by someone else")
             return JobStatus("running")  # not in the watch's cache yet
         if st.suspended(obj):
+            handle.clock.job(obj)
             if handle.admitted_at is None:
                 return JobStatus("queued", reason=f"waiting in queue {self.cluster.config.queue or '(none)'}")
             return JobStatus("failed", None, f"preempted: {handle.title} was suspended after it started "
                                              "(Kueue preemption or eviction); its pods were stopped", infrastructure=True)
         if handle.admitted_at is None:
             handle.admitted_at = time.monotonic()
+            handle.clock.job(obj)
         return self._phase(handle, obj, pods)
 
     def _phase(self, handle: J, obj: dict, pods: list[dict]) -> JobStatus:
@@ -67,6 +90,10 @@ class ClusterDriver(KindDriver[J]):
             return JobStatus("succeeded", 0)
         if phase == "failed":
             return self._failed(handle, reason)
+        held = self._gang_holds(handle, pods) if handle.gang is not None else None
+        if held is not None:  # waiting for its gang by design: not stuck, and not yet on the run's clock
+            handle.problems.seen = {}
+            return JobStatus("queued", reason=held)
         if handle.resource.kind in RESTARTED_IN_PLACE:
             for pod in sorted(pods, key=st.rank):
                 found = st.restarted(pod, handle.main)
@@ -76,6 +103,32 @@ class ClusterDriver(KindDriver[J]):
             handle.problems, handle.namespace, obj, pods, handle.admitted_at or time.monotonic(),
             lambda: self.watches.list_pods(handle))
         return JobStatus("failed", None, stuck) if stuck else JobStatus("running")
+
+    def _gang_holds(self, handle: J, pods: list[dict]) -> str | None:
+        """Why the run's pods wait for their gang: its PodGroup not placed yet (read every few seconds
+        while they wait, every second until it appears), or its pods held with the gang scheduler's
+        message; None once they are placed, or when the job has no PodGroup (then noted on the run)."""
+        gang = handle.gang
+        assert gang is not None
+        placed = len(pods) >= handle.replicas and all((p.get("spec") or {}).get("nodeName") for p in pods)
+        if placed and podgroup.phase(gang.found) in podgroup.READY_PHASES:
+            return None
+        if gang.due(podgroup.READ_EVERY if gang.found is not None else podgroup.READ_MISSING_EVERY):
+            gang.read(self.cluster.api, handle.namespace)
+        held = podgroup.held(pods)
+        if gang.found is not None:
+            if held or podgroup.waiting(gang.found, pods, handle.replicas):
+                return f"waiting for its gang: PodGroup {gang.name} {podgroup.why(gang.found)}"
+            return None
+        since = time.monotonic() - (handle.admitted_at or time.monotonic())
+        if gang.missing and since >= podgroup.MISSING_GRACE and podgroup.WARNING_KEY not in handle.notes:
+            handle.notes[podgroup.WARNING_KEY] = podgroup.missing_warning(gang.scheduler, gang.name)
+            log.warning("%s: %s", handle.title, handle.notes[podgroup.WARNING_KEY])
+        if held:  # the pods say they wait for their group, whose PodGroup kubebench has not read yet
+            return f"waiting for its gang: {held}"
+        if not pods and since < podgroup.MISSING_GRACE:  # Volcano: no pod before the PodGroup is placed
+            return f"waiting for its gang: PodGroup {gang.name} not seen yet"
+        return None
 
     def _failed(self, handle: J, reason: str) -> JobStatus:
         seen = list(handle.seen.values())  # pods an operator deleted still tell how they ended

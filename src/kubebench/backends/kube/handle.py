@@ -17,10 +17,13 @@ from ...render import kinds
 from ..base import JobStatus
 from .api import Resource
 from .logs import RunLogs
+from .podgroup import Gang
 from .stuck import Problems
+from .timeline import Clock
 
 if TYPE_CHECKING:
     from ...render.job import RenderedJob
+    from ...timeline import Boundary
     from .config import KubernetesConfig
 
 EXPERIMENT_LABEL = kinds.LABEL_PREFIX + "experiment"
@@ -58,6 +61,12 @@ class KubeJob:
     timed_out: bool = False
     #: Set when the watches report a change of this job or its pods (or on an interrupt).
     wakeup: threading.Event = field(default_factory=threading.Event)
+    #: When kubebench saw each moment of the run (its timeline, see :mod:`.timeline`).
+    clock: Clock = field(default_factory=Clock)
+    #: The run's PodGroup, when its job is gang-scheduled (see :mod:`.podgroup`).
+    gang: Gang | None = None
+    #: What the run's info should say about it (``gang_warning`` …).
+    notes: dict[str, str] = field(default_factory=dict)
 
     @property
     def title(self) -> str:
@@ -148,3 +157,7 @@ class KindDriver(ABC, Generic[J]):
     def pause(self, handle: J, seconds: float) -> float:
         """How long the wait loop may sleep before the next status check (at most ``seconds``)."""
         return seconds
+
+    def timeline(self, handle: J) -> list[Boundary]:
+        """The run's moments as the cluster saw them (see :mod:`.timeline`); none by default."""
+        return []

@@ -6,26 +6,34 @@ deleted once its logs are collected (with ``keep_jobs``: kept, its pods still ru
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 from ...errors import BackendError, SpecError
-from ...render import kinds
+from ...render import gang, kinds
 from ..base import JobStatus
-from . import objects
+from . import objects, podgroup, runtimes
 from .api import PODS, Resource, resource_of
 from .config import KubernetesConfig
 from .driver import ClusterDriver
-from .handle import KubeJob, Submission
+from .handle import EXPERIMENT_LABEL, KubeJob, Submission
 from .logs import RunLogs
 
 if TYPE_CHECKING:
     from ...render.job import RenderedJob
+    from .cluster import Cluster
+    from .watches import Watches
 
 log = logging.getLogger("kubebench")
 
 
 class OperatorJobs(ClusterDriver[KubeJob]):
     """The driver of the kinds that are one job object each."""
+
+    def __init__(self, cluster: Cluster, watches: Watches) -> None:
+        super().__init__(cluster, watches)
+        #: (namespace, name) of the TrainingRuntimes made for gang-scheduled TrainJobs (see :mod:`.runtimes`).
+        self.made_runtimes: set[tuple[str, str]] = set()
 
     def prepare(self, manifest: dict[str, Any], config: KubernetesConfig) -> None:
         """Kueue manages MPIJobs of ``kubeflow.org/v2beta1`` only."""
@@ -38,8 +46,17 @@ class OperatorJobs(ClusterDriver[KubeJob]):
         return [manifest]
 
     def resources(self, manifest: dict[str, Any]) -> list[Resource]:
-        """The job's kind."""
-        return [resource_of(manifest)]
+        """The job's kind (and the TrainingRuntime kubebench makes for a gang-scheduled TrainJob)."""
+        return [resource_of(manifest)] + ([runtimes.TRAINING_RUNTIMES] if runtimes.wanted(manifest) else [])
+
+    def remove_runtimes(self) -> None:
+        """Delete the TrainingRuntimes made for this experiment's gang-scheduled TrainJobs."""
+        for namespace, name in sorted(self.made_runtimes):
+            try:
+                self.cluster.api.delete(runtimes.TRAINING_RUNTIMES, namespace, name, "Background")
+            except BackendError as e:
+                log.warning("%s; delete it by hand (kubectl delete trainingruntime %s -n %s)", e, name, namespace)
+        self.made_runtimes.clear()
 
     def submit(self, submission: Submission) -> KubeJob:
         """Create the job object (after starting the watches of its kind and of pods)."""
@@ -50,13 +67,22 @@ class OperatorJobs(ClusterDriver[KubeJob]):
         handle = KubeJob(self, submission.name, self.cluster.namespace, resource_of(manifest), submission.run_id,
                          submission.selector, sum(g.count for g in groups), submission.token, main)
         self.cluster.check_served(handle.resource)
+        scheduler = gang.scheduler_of(manifest)
+        if scheduler in podgroup.RESOURCES:
+            handle.gang = podgroup.Gang(scheduler, submission.name)  # the operator names it after the job
         handle.logs = RunLogs(self.cluster.api, handle.namespace, submission.output, main)
         self.watches.informer(handle, handle.resource)
         self.watches.informer(handle, PODS)
         self.watches.track(handle)  # from here on, close() deletes it if it is left behind
         try:
+            made = runtimes.ensure(self.cluster.api, handle.namespace, manifest,
+                                   {EXPERIMENT_LABEL: submission.selector.partition("=")[2]})
+            if made is not None:
+                self.made_runtimes.add((handle.namespace, made))
+            handle.clock.submitted = time.time()
             created = objects.create(self.cluster.api, handle.resource, handle.namespace, manifest, submission.token)
             handle.uid = created["metadata"].get("uid")
+            handle.clock.job(created)
         except BaseException:
             self.watches.forget(handle)
             raise
@@ -87,7 +113,7 @@ class OperatorJobs(ClusterDriver[KubeJob]):
             except BackendError as e:
                 log.warning("%s; its activeDeadlineSeconds will stop it", e)
                 return
-            handle.deleted = True
+            handle.deleted, handle.clock.deleted = True, time.time()
         self.watches.forget(handle)
 
     def reclaim(self, job: RenderedJob) -> None:

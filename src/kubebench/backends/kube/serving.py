@@ -110,6 +110,7 @@ class ServingJobs(ClusterDriver[ServingJob]):
         for resource in (DEPLOYMENTS, JOBS, PODS):
             self.watches.informer(handle, resource)
         self.watches.track(handle)
+        handle.clock.submitted = time.time()
         try:
             for doc in (service, deployment):  # the Service first: its name resolves from the start
                 self._create(handle, doc)
@@ -204,7 +205,7 @@ class ServingJobs(ClusterDriver[ServingJob]):
                 if resource == JOBS and "Job" not in handle.created:
                     continue
                 self.delete(handle, resource, name)
-            handle.deleted = True
+            handle.deleted, handle.clock.deleted = True, time.time()
         self.watches.drop(handle, DEPLOYMENTS, [handle.deployment["metadata"]["name"]])
         self.watches.forget(handle)
 

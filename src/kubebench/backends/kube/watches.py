@@ -88,6 +88,7 @@ class Watches:
         """Keep each pod as last seen on the handle, and follow its containers' logs as they run."""
         for pod in pods:
             handle.seen[pod["metadata"].get("uid") or pod["metadata"]["name"]] = pod
+            handle.clock.pod(pod, handle.main)
             if handle.logs is not None:
                 handle.logs.observe(pod)
         return pods
@@ -103,6 +104,8 @@ class Watches:
         for handle in handles:
             if obj is not None and obj.get("kind") == "Pod" and handle.owns(obj):
                 self.observe(handle, [obj])  # a deleted pod's last state too
+            elif obj is not None and (obj.get("metadata") or {}).get("uid") == handle.uid:
+                handle.clock.job(obj)  # when its queue let it go
             handle.wakeup.set()
 
     def stop(self) -> None:
