@@ -86,7 +86,14 @@ def test_guidellm_as_the_load_of_a_serving_job_gives_the_server_s_true_latencies
     (run,) = store.runs("guidellm")
     assert run.status == "succeeded", run.reason + run.log_tail
     m = run.metrics
-    assert m["requests_measured"] == REQUESTS and m["error_rate"] == 0
+    # What GuideLLM itself counted: on a busy machine its max_requests constraint can stop one request
+    # short of the count (it stops queuing at the count created, processing at the count processed), so
+    # the measured count is the report's own total, never more than asked
+    output = config.experiments_root / "guidellm" / run.run_id / "output"
+    (report,) = json.loads((output / "benchmarks.json").read_text())["benchmarks"]
+    totals = report["metrics"]["request_totals"]
+    assert m["requests_measured"] == totals["total"] and REQUESTS - 2 <= totals["total"] <= REQUESTS, (m, totals)
+    assert m["error_rate"] == totals["errored"] / totals["total"] == 0, (m, totals)
     # The fake server's schedule is exact; what a client adds on a busy machine is a few milliseconds
     # per request (tens at worst), never a factor.
     assert TTFT <= m["ttft_p50"] < TTFT * 1.5, m
@@ -96,7 +103,6 @@ def test_guidellm_as_the_load_of_a_serving_job_gives_the_server_s_true_latencies
     # is its count times the request rate
     assert m["input_tokens_per_s"] == pytest.approx(PROMPT * m["request_throughput"], rel=0.05), m
     assert m["output_tokens_per_s"] == pytest.approx(OUTPUT * m["request_throughput"], rel=0.05), m
-    output = config.experiments_root / "guidellm" / run.run_id / "output"
     assert (output / "benchmarks.json").stat().st_size > 0
     assert sorted(p.name for p in output.glob("*.log")) == ["load-0.log", "server-0.log"]
 
