@@ -153,7 +153,7 @@ def test_a_second_pipeline_run_is_gated_against_the_first(home: Path, write, tmp
     gate = executor_input(tmp_path, "kubebench-check", {"experiment": "run-2", "threshold": 0.5}, {"verdict": 1})
     result = launch(check, "check", gate, store)
     assert result.exit_code == 0, result.output
-    assert "1 earlier experiment of series `kfp-bench`" in result.output  # against run-1 only, trial n=2 only
+    assert "1 earlier experiment of series kfp-bench" in result.output  # against run-1 only, trial n=2 only
     verdict = json.loads(Path(gate["outputs"]["outputFile"]).read_text())["parameterValues"]["verdict"]
     assert verdict in ("unchanged", "inconclusive")
 

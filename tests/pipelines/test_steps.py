@@ -43,7 +43,7 @@ def test_check_within_one_cluster_of_a_series(url: str, tmp_path: Path) -> None:
     assert runner.invoke(app, ["check", "bench"]).exit_code == 1
     result = runner.invoke(app, ["check", "bench", "--label", "cluster=b", "--outputs", str(tmp_path / "out")])
     assert result.exit_code == 0, result.output
-    assert "1 earlier experiment of series `bench` with cluster=b" in result.output
+    assert "1 earlier experiment of series bench with cluster=b" in result.output
     assert (tmp_path / "out" / "verdict").read_text() in ("unchanged", "inconclusive")
     result = runner.invoke(app, ["check", "bench", "--outputs", str(tmp_path / "all")])
     assert (tmp_path / "all" / "verdict").read_text() == "regressed"

@@ -170,7 +170,7 @@ def test_file_browser_lists_and_downloads(web_client, web_home) -> None:
     top = web_client.get(f"/api/runs/{run.run_id}/files").json()
     assert top["path"] == ""
     assert [(e["name"], e["is_dir"]) for e in top["entries"]] == [
-        ("config", True), ("output", True), ("result", True), ("run.json", False)]
+        ("config", True), ("output", True), ("result", True), ("run.json", False), ("timeline.json", False)]
     output = web_client.get(f"/api/runs/{run.run_id}/files", params={"path": "output"}).json()
     names = {e["name"]: e for e in output["entries"]}
     assert set(names) == {"samples.csv", "worker-0.log"}
