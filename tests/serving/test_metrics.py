@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from kubebench.durations import parse_duration
 from kubebench.errors import PostprocessError
 from kubebench.serving.metrics import percentile, serving_metrics, tokens_source
 from kubebench.serving.records import (
@@ -17,7 +18,6 @@ from kubebench.serving.records import (
     read_records,
     write_records,
 )
-from kubebench.durations import parse_duration
 from kubebench.serving.slo import parse_request_slo
 
 

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Annotated, Literal, Union
 from pydantic import AfterValidator, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 from .. import METRIC_NAME, registry
-from ..rules import DEFAULT_RUNTIME
 from ..durations import parse_duration
+from ..rules import DEFAULT_RUNTIME
 from .base import Model, PluginConfig
 from .data import DataSpec
 from .efficiency import Prices, Reference
