@@ -164,11 +164,11 @@ def show(
 def print_context(console, db, record) -> None:
     """The state (with the command that resumes an interrupted experiment, on a line of its own so
     that it can be pasted), the labels, the tags and the note."""
-    from ..present.listing import labels_text, resume_command, state_of
+    from ..present.listing import labels_text, resume_command
     from ..present.text import cell
     from ..store.series import notes
 
-    state = state_of(record)
+    state = record.current_state
     console.print(cell(f"state: {state}", style="yellow" if state == "interrupted" else ""))
     if state == "interrupted":
         console.print(cell("resume it (with the --params/--set it was started with):", style="yellow"))
