@@ -212,7 +212,7 @@ def capacity_rows(spec: dict, runs: Sequence[RunRecord]) -> tuple[str, list[dict
     empty without a search."""
     if not isinstance(spec.get("search"), dict):
         return "", []
-    from ..serving.driver import answers, points_of
+    from ..capacity.driver import answers, points_of
     from ..spec.model import CapacitySearch
 
     try:

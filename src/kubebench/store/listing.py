@@ -129,3 +129,9 @@ def read_page(conn: Connection, query: PageQuery) -> ExperimentPage:
         values["state"] = values.pop("shown_state")
         items.append(ExperimentRecord(**values, runs_by_status=by_status.get(exp_id, {})))
     return ExperimentPage(sum(counts.values()), counts, items)
+
+
+def benchmark_names(conn: Connection) -> list[str]:
+    """Every benchmark (spec name) in the store, the one run most recently first."""
+    query = select(_e.c.name).group_by(_e.c.name).order_by(func.max(_e.c.created_at).desc())
+    return list(conn.scalars(query))
