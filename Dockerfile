@@ -25,7 +25,7 @@ RUN useradd --uid 1000 --create-home --shell /usr/sbin/nologin kubebench
 
 FROM base AS runner
 # The store is PostgreSQL in a cluster (SQLite on a shared claim written by several pods is not safe).
-RUN pip install ".[postgres]" && mkdir -p /kubebench && chown kubebench:kubebench /kubebench
+RUN pip install ".[cli,postgres]" && mkdir -p /kubebench && chown kubebench:kubebench /kubebench
 ENV KUBEBENCH_HOME=/kubebench
 USER 1000
 WORKDIR /kubebench
@@ -34,7 +34,7 @@ CMD ["--help"]
 
 FROM base AS cnn
 ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu
-RUN pip install --extra-index-url "${TORCH_INDEX}" ".[torch]"
+RUN pip install --extra-index-url "${TORCH_INDEX}" ".[job,torch]"
 # The examples' own scripts (kubebench-v1-compat's runner.py …) for runs outside `deploy manifests`,
 # which mounts the spec's folder into the job pods instead.
 COPY examples /opt/kubebench/examples
@@ -47,7 +47,7 @@ USER root
 # sshAuthMountPath): the workers run sshd as root, so this image is not for `restricted` namespaces.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends openmpi-bin libopenmpi-dev openssh-server openssh-client gcc \
- && pip install ".[mpi]" \
+ && pip install ".[job,mpi]" \
  && apt-get purge -y gcc && apt-get autoremove -y && rm -rf /var/lib/apt/lists/* \
  && mkdir -p /run/sshd && ssh-keygen -A \
  && sed -i "s/[ #]\(.*StrictHostKeyChecking \).*/ \1no/g" /etc/ssh/ssh_config \
@@ -57,16 +57,16 @@ ENV OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 CMD ["/usr/sbin/sshd", "-De"]
 
 FROM base AS tf
-RUN pip install ".[tensorflow]"
+RUN pip install ".[job,tensorflow]"
 USER 1000
 WORKDIR /workspace
 
 FROM base AS jax
-RUN pip install ".[jax]"
+RUN pip install ".[job,jax]"
 USER 1000
 WORKDIR /workspace
 
 FROM base AS xgboost
-RUN pip install ".[xgboost]"
+RUN pip install ".[job,xgboost]"
 USER 1000
 WORKDIR /workspace

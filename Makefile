@@ -15,7 +15,7 @@ $(VENV)/.installed: pyproject.toml Makefile
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "$(TORCH)"
-	$(PY) -m pip install -q -e .
+	$(PY) -m pip install -q -e ".[cli]"
 	touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed

@@ -18,9 +18,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from kubebench.capacity.driver import answers, sweep_points
+from kubebench.capacity.search import grid_probes
 from kubebench.runner import execute, plan_experiment
-from kubebench.serving.driver import answers, sweep_points
-from kubebench.serving.search import grid_probes
 from kubebench.settings import settings
 from kubebench.spec.load import load_spec
 from kubebench.store.store import open_store

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
 
+from .accounting import account
 from .backends.base import Backend, Outcome
 from .backends.reasons import with_oom
 from .collect.context import RunContext
 from .collect.marks import workload_marks
 from .collect.metrics import collect, replica_logs
-from .efficiency.accounting import account
 from .errors import BackendError, InfrastructureError, PostprocessError, StorageError, StoreError
 from .monitor.recorder import RunTelemetry
 from .monitor.reporters import report_run

@@ -24,11 +24,11 @@ _BUILTINS: dict[str, dict[str, str]] = {
         "python": "kubebench.collect.postprocess:PythonPostprocessor",
         "mllog": "kubebench.collect.mllog:MllogPostprocessor",
         # serving: merged load-generator records, and other load tools' result files
-        "llm-requests": "kubebench.serving.postprocess:RequestsPostprocessor",
-        "vllm-bench": "kubebench.serving.postprocess:VllmBenchPostprocessor",
-        "guidellm": "kubebench.serving.postprocess:GuidellmPostprocessor",
-        "inference-perf": "kubebench.serving.postprocess:InferencePerfPostprocessor",
-        "aiperf": "kubebench.serving.postprocess:AiperfPostprocessor",
+        "llm-requests": "kubebench.collect.serving:RequestsPostprocessor",
+        "vllm-bench": "kubebench.collect.serving:VllmBenchPostprocessor",
+        "guidellm": "kubebench.collect.serving:GuidellmPostprocessor",
+        "inference-perf": "kubebench.collect.serving:InferencePerfPostprocessor",
+        "aiperf": "kubebench.collect.serving:AiperfPostprocessor",
     },
     "reporters": {
         "pushgateway": "kubebench.monitor.pushgateway:PushgatewayReporter",

@@ -61,7 +61,7 @@ def plan_experiment(loaded: LoadedSpec, settings: Settings, experiment_id: str |
     exp_id = ids.check(experiment_id) if experiment_id is not None else new_experiment_id(loaded.spec.name)
     plan = make_plan(loaded.spec, exp_id, job_fingerprint(loaded), repeats)
     if loaded.spec.search is not None:  # capacity search: its first probes instead of the sweep's trials
-        from .serving.driver import initial_plan
+        from .capacity.driver import initial_plan
 
         plan = initial_plan(loaded.spec, plan)
     adaptive = loaded.spec.repeats if isinstance(loaded.spec.repeats, AdaptiveRepeats) and repeats is None else None
@@ -193,7 +193,7 @@ def _execute(experiment: Experiment, store: Store, progress: Progress, width: in
         _adaptive_rounds(experiment, experiment.adaptive, store, record, progress, run_all)
     spec = experiment.loaded.spec
     if spec.search is not None:
-        from .serving.driver import search_rounds
+        from .capacity.driver import search_rounds
 
         search_rounds(spec, plan, lambda: store.runs(plan.experiment_id, logs=False),
                       lambda more: store.begin_experiment(record, more), run_all, progress.added)

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from kubebench.efficiency.accounting import (
+from kubebench.accounting import (
     account,
     cpu_quantity,
     held_by,
     requested,
     steady_mfu,
 )
-from kubebench.efficiency.cost import Held, cost_metrics, energy_per_item, hourly_rate
+from kubebench.collect.cost import Held, cost_metrics, energy_per_item, hourly_rate
 from kubebench.errors import SpecError
 from kubebench.rules import default_goal
 from kubebench.spec.efficiency import Prices, PriceTable, load_prices

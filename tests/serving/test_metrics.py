@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from kubebench.durations import parse_duration
 from kubebench.errors import PostprocessError
 from kubebench.serving.metrics import percentile, serving_metrics, tokens_source
 from kubebench.serving.records import (
@@ -17,7 +18,7 @@ from kubebench.serving.records import (
     read_records,
     write_records,
 )
-from kubebench.serving.slo import parse_request_slo, seconds
+from kubebench.serving.slo import parse_request_slo
 
 
 def record(sent: float, ttft: float, tpot: float, n: int, *, replica: int = 0, index: int = 0, status: str = "ok",
@@ -114,7 +115,7 @@ def test_token_source_is_reported() -> None:
 
 @pytest.mark.parametrize("text, expected", [("2s", 2.0), ("100ms", 0.1), ("250us", 250e-6), (3, 3.0), ("1.5", 1.5)])
 def test_durations(text: object, expected: float) -> None:
-    assert seconds(text) == pytest.approx(expected)
+    assert parse_duration(text) == pytest.approx(expected)
 
 
 @pytest.mark.parametrize("text", ["ttft", "speed=2s", "ttft=fast", "ttft=-1s"])

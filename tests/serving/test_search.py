@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from kubebench.serving.search import Probe, grid_probes, midpoint, walk
+from kubebench.capacity.search import Probe, grid_probes, midpoint, walk
 from kubebench.spec.model import CapacitySearch
 
 SATURATION = 23.0

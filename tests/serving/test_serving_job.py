@@ -104,8 +104,8 @@ metrics: [{name: ttft_p99, goal: minimize}]
 
 
 def test_capacity_search_brackets_the_saturation_of_a_known_server(tmp_path: Path) -> None:
-    from kubebench.serving.driver import answers, sweep_points
-    from kubebench.serving.search import grid_probes
+    from kubebench.capacity.driver import answers, sweep_points
+    from kubebench.capacity.search import grid_probes
 
     spec_path = tmp_path / "search.yaml"
     spec_path.write_text(SEARCH)

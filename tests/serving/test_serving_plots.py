@@ -30,7 +30,7 @@ def run(i: int, batch: int, rate: float, ttft: float, rep: int = 0) -> RunRecord
 
 def runs() -> list[RunRecord]:
     """What a search over a server that saturates past 4 (batch 4) or 8 (batch 8) requests/s ran."""
-    from kubebench.serving.search import Probe, walk
+    from kubebench.capacity.search import Probe, walk
     from kubebench.spec.model import CapacitySearch
 
     search = CapacitySearch(parameter="rate", low=1, high=16, min=1, max=1, slo={"ttft_p99": 1})

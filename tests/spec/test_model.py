@@ -7,7 +7,8 @@ import math
 import pytest
 from pydantic import ValidationError
 
-from kubebench.spec.base import Model, parse_duration
+from kubebench.durations import parse_duration
+from kubebench.spec.base import Model
 from kubebench.spec.model import JOB_KINDS, BenchmarkSpec, JobSpec, MetricSpec
 
 
@@ -34,13 +35,17 @@ def spec(**fields: object) -> BenchmarkSpec:
         (" 2m ", 120.0),
         (45, 45.0),
         (2.5, 2.5),
+        ("90", 90.0),
+        ("100ms", 0.1),
+        ("250us", 250e-6),
+        ("1m30.5s", 90.5),
     ],
 )
 def test_parse_duration_accepts_seconds_and_units(value: object, seconds: float) -> None:
     assert parse_duration(value) == seconds
 
 
-@pytest.mark.parametrize("value", ["abc", "", "10 minutes", "5d", "m", "-5s", "90", True])
+@pytest.mark.parametrize("value", ["abc", "", "10 minutes", "5d", "m", "-5s", "1s1h", "30m1h", "5s5s", True])
 def test_parse_duration_rejects_text_that_is_not_a_duration(value: object) -> None:
     with pytest.raises(ValueError, match="is not a duration"):
         parse_duration(value)
@@ -292,3 +297,10 @@ def test_regex_pattern_must_compile_and_name_its_groups(pattern: str, message: s
 def test_regex_file_must_stay_inside_output(file: str) -> None:
     with pytest.raises(ValidationError, match="must be a relative path"):
         spec(postprocess=[{"kind": "regex", "file": file, "pattern": "(?P<a>x)"}])
+
+
+@pytest.mark.parametrize("text", ["100ms", "1m30s", "250us", "2"])
+def test_a_timeout_and_a_latency_bound_read_one_grammar(text: str) -> None:
+    from kubebench.serving.slo import parse_request_slo
+
+    assert spec(timeout=text).timeout == parse_request_slo(f"ttft={text}")["ttft"] == parse_duration(text)

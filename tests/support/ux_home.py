@@ -206,8 +206,8 @@ def _search():
 
 def capacity_store(folder):
     """A store holding the finished capacity search of a server saturating past 4 (batch 4) or 8 requests/s."""
+    from kubebench.capacity.search import Probe, walk
     from kubebench.plan.plan import Plan, Trial, make_run
-    from kubebench.serving.search import Probe, walk
     from kubebench.store.records import ExperimentRecord, RunResult
     from kubebench.store.store import open_store
 

@@ -12,8 +12,7 @@ from kubebench.plan.plan import make_plan
 from kubebench.spec.model import BenchmarkSpec
 from kubebench.store import migrate, schema
 from kubebench.store.engine import make_engine
-from kubebench.store.listing import experiment_state
-from kubebench.store.records import ExperimentRecord, RunResult
+from kubebench.store.records import ExperimentRecord, RunResult, experiment_state
 from kubebench.store.store import open_store
 
 

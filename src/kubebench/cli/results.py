@@ -74,10 +74,11 @@ def experiments(
       kubebench experiments -f json
     """
     from ..settings import settings
+    from ..store.engine import no_store_yet
     from ..store.store import open_store
 
     url = settings(store).store_url
-    if _no_store_yet(url):  # nothing to list, and no database made as a side effect (review 2026-12-02 #31)
+    if no_store_yet(url):  # nothing to list, and no database made as a side effect (review 2026-12-02 #31)
         found = []
     else:
         db = open_store(url)
@@ -99,15 +100,6 @@ def experiments(
         sys.stdout.write(experiments_json(found, notes(db, [e.id for e in found]) if found else {}))
     else:
         sys.stdout.write(experiments_csv(found))
-
-
-def _no_store_yet(url: str) -> bool:
-    """A SQLite store whose file does not exist (a new home): it has no experiments."""
-    from sqlalchemy.engine import make_url
-
-    parsed = make_url(url)
-    database = parsed.database or ""
-    return parsed.get_backend_name() == "sqlite" and database not in ("", ":memory:") and not Path(database).exists()
 
 
 def _primary_medians(db, experiments) -> dict[str, str]:
@@ -164,11 +156,11 @@ def show(
 def print_context(console, db, record) -> None:
     """The state (with the command that resumes an interrupted experiment, on a line of its own so
     that it can be pasted), the labels, the tags and the note."""
-    from ..present.listing import labels_text, resume_command, state_of
+    from ..present.listing import labels_text, resume_command
     from ..present.text import cell
     from ..store.series import notes
 
-    state = state_of(record)
+    state = record.current_state
     console.print(cell(f"state: {state}", style="yellow" if state == "interrupted" else ""))
     if state == "interrupted":
         console.print(cell("resume it (with the --params/--set it was started with):", style="yellow"))

@@ -24,10 +24,11 @@ from typing import TYPE_CHECKING, BinaryIO, Literal, TextIO, Union
 from pydantic import field_validator
 
 from .. import limits
+from ..durations import parse_duration
 from ..errors import PostprocessError
 from ..output_files import open_output_text
 from ..redact import job_environment
-from ..spec.base import PluginConfig, parse_duration
+from ..spec.base import PluginConfig
 from .context import RunContext
 from .metrics import METRIC_NAME, parse_metric_lines, to_number
 

@@ -70,9 +70,5 @@ def patch_status(api: Api, cr: dict, fields: dict[str, Any]) -> dict | None:
 
 def delete_benchmark(api: Api, cr: dict) -> None:
     """Delete the Benchmark (its time to live is over), only if it is still the one read (its uid)."""
-    from kubernetes import client
-
     meta = cr["metadata"]
-    body = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=meta["uid"]), propagation_policy="Background")
-    api.call(f"delete Benchmark {meta['namespace']}/{meta['name']}", lambda timeout: api.custom.delete_namespaced_custom_object(
-        GROUP, VERSION, meta["namespace"], PLURAL, meta["name"], body=body, _request_timeout=timeout), expect=(404, 409))
+    api.delete(BENCHMARKS, meta["namespace"], meta["name"], "Background", uid=meta["uid"])

@@ -1,6 +1,6 @@
 """What runs cost, as ``results``, ``compare``, the report and the dashboard show it: the median
 ``cost_usd`` per run and the median price per item (the first ``usd_per_*`` metric the runs carry;
-:mod:`kubebench.efficiency.cost` computes both when the spec has ``prices:``)."""
+:mod:`kubebench.collect.cost` computes both when the spec has ``prices:``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..efficiency.cost import ITEMS
+from ..collect.cost import ITEMS
 from ..store.records import RunRecord
 
 COST = "cost_usd"

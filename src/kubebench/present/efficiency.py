@@ -12,7 +12,7 @@ from rich.text import Text
 
 from ..analyse.experiments import trial_values
 from ..analyse.reference import ReferenceCheck
-from ..efficiency.cost import ITEMS
+from ..collect.cost import ITEMS
 from ..numerics.stats import summarize
 from ..store.records import RunRecord
 from .costs import PRICES, usd

@@ -8,7 +8,7 @@ import io
 import json
 from collections.abc import Sequence
 
-from ..store.records import FAILED_STATES, ExperimentRecord
+from ..store.records import RAN_AND_FAILED, ExperimentRecord
 from .export import iso_time
 
 #: 2: ``created_at`` and ``updated_at`` are ISO 8601 (UTC); JSON keeps the epoch seconds in ``*_epoch``.
@@ -16,8 +16,6 @@ from .export import iso_time
 LISTING_FORMAT_VERSION = 3
 COLUMNS = ("id", "name", "backend", "source", "created_at", "updated_at", "runs", "succeeded", "failed",
            "cancelled", "state", "labels")
-#: Runs that ran and failed; a cancelled run was stopped (most never started) and is counted apart.
-RAN_AND_FAILED = tuple(s for s in FAILED_STATES if s != "cancelled")
 
 
 def resume_command(source: str, experiment_id: str, extra: Sequence[str] = ()) -> str:
@@ -26,14 +24,6 @@ def resume_command(source: str, experiment_id: str, extra: Sequence[str] = ()) -
     import shlex
 
     return shlex.join(["kubebench", "run", source or "SPEC.yaml", *extra, "--id", experiment_id])
-
-
-def state_of(e: ExperimentRecord) -> str:
-    """The experiment's state from its runs' counts (a store written before ``interrupted`` existed
-    keeps ``pending`` for a partly done experiment in its column)."""
-    from ..store.listing import experiment_state
-
-    return experiment_state([s for s, n in e.runs_by_status.items() if n]) if e.runs_by_status else e.state
 
 
 def labels_text(labels: dict[str, str]) -> str:
@@ -47,7 +37,7 @@ def experiment_row(e: ExperimentRecord) -> dict:
     return {"id": e.id, "name": e.name, "backend": e.backend, "source": e.source, "created_at": iso_time(e.created_at),
             "updated_at": iso_time(e.updated_at), "runs": sum(counts.values()), "succeeded": counts.get("succeeded", 0),
             "failed": sum(counts.get(s, 0) for s in RAN_AND_FAILED), "cancelled": counts.get("cancelled", 0),
-            "state": state_of(e), "labels": labels_text(e.labels)}
+            "state": e.current_state, "labels": labels_text(e.labels)}
 
 
 def experiments_json(experiments: Sequence[ExperimentRecord], notes: dict[str, dict] | None = None) -> str:

@@ -56,14 +56,15 @@ def slo_bounds(spec: dict) -> dict[str, float]:
     """The bounds of the latencies, in seconds: the search's (``{ttft_p99: 2.0}``), and the per-request
     SLO of an ``llm-requests`` post-processor (``ttft=1s,tpot=100ms``: ``{ttft: 1.0, tpot: 0.1}``), which
     bounds every percentile of that latency."""
-    from ..serving.slo import parse_request_slo, seconds
+    from ..durations import parse_duration
+    from ..serving.slo import parse_request_slo
 
     search = spec.get("search") or {}
     slo = search.get("slo") if isinstance(search, dict) else None
     out = {}
     for name, value in (slo or {}).items():
         try:
-            out[str(name)] = seconds(value)
+            out[str(name)] = parse_duration(value, "a latency bound")
         except ValueError:
             continue
     for step in spec.get("postprocess") or []:
@@ -211,7 +212,7 @@ def capacity_rows(spec: dict, runs: Sequence[RunRecord]) -> tuple[str, list[dict
     empty without a search."""
     if not isinstance(spec.get("search"), dict):
         return "", []
-    from ..serving.driver import answers, points_of
+    from ..capacity.driver import answers, points_of
     from ..spec.model import CapacitySearch
 
     try:

@@ -142,7 +142,8 @@ class _ExperimentsTable:
 
     def _table(self, optional: Sequence[str], labels: int | None) -> Table:
         """The table with the ``optional`` columns, and a labels column ``labels`` wide (None: unlimited, 0: none)."""
-        from .listing import RAN_AND_FAILED, labels_text, state_of
+        from ..store.records import RAN_AND_FAILED
+        from .listing import labels_text
 
         table = new_table("experiments")
         add_id_column(table, "id", [e.id for e in self.experiments])
@@ -156,7 +157,7 @@ class _ExperimentsTable:
         for e in self.experiments:
             counts = e.runs_by_status
             failed = sum(counts.get(s, 0) for s in RAN_AND_FAILED)
-            values: dict[str, RenderableType] = {"name": cell("" if e.id.startswith(e.name) else e.name), "state": state_of(e),
+            values: dict[str, RenderableType] = {"name": cell("" if e.id.startswith(e.name) else e.name), "state": e.current_state,
                       "runs ok": f"{counts.get('succeeded', 0)}/{sum(counts.values())}", "failed": str(failed or ""),
                       "cancelled": str(counts.get("cancelled", 0) or ""), "primary": cell(self.primary.get(e.id, "–")),
                       "labels": cell(labels_text(e.labels)), "created": _when(e.created_at)}

@@ -21,7 +21,8 @@ from typing import Union
 
 from pydantic import Field, field_validator, model_validator
 
-from .base import Model, parse_duration
+from ..durations import parse_duration
+from .base import Model
 
 #: A dataset's name once rendered: a folder name and a label value (the id grammar, kubebench.ids).
 NAME_PATTERN = r"^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$"

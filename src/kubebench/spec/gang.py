@@ -21,7 +21,8 @@ from typing import Literal, Union
 
 from pydantic import Field, field_validator, model_validator
 
-from .base import Model, parse_duration
+from ..durations import parse_duration
+from .base import Model
 
 GANG_SCHEDULERS = ("volcano", "scheduler-plugins")
 #: A Kubernetes label key (the topology level), or a template.

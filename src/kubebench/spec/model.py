@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Annotated, Literal, Union
 from pydantic import AfterValidator, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 from .. import METRIC_NAME, registry
+from ..durations import parse_duration
 from ..rules import DEFAULT_RUNTIME
-from .base import Model, PluginConfig, parse_duration
+from .base import Model, PluginConfig
 from .data import DataSpec
 from .efficiency import Prices, Reference
 from .gang import GangSpec, TopologySpec
@@ -219,9 +220,7 @@ class CapacitySearch(Model):
     @field_validator("slo")
     @classmethod
     def _bounds(cls, slo: dict[str, Union[float, str]]) -> dict[str, float]:
-        from ..serving.slo import seconds
-
-        return {name: float(seconds(value)) for name, value in slo.items()}
+        return {name: parse_duration(value, "a latency bound") for name, value in slo.items()}
 
     @model_validator(mode="after")
     def _ordered(self) -> "CapacitySearch":

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
-from .base import Model, parse_duration
+from ..durations import parse_duration
+from .base import Model
 
 
 class TelemetryConfig(Model):

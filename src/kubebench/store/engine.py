@@ -148,3 +148,11 @@ def _sqlite_begin(conn) -> None:
     # A writer takes the lock at BEGIN IMMEDIATE, where busy_timeout makes it wait its turn.
     write = conn.get_execution_options().get("kubebench_write", False)
     conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+
+def no_store_yet(url: str) -> bool:
+    """A SQLite store whose file does not exist (a new home): it has no experiments, and reading it
+    must not create it."""
+    parsed = make_url(url)
+    database = parsed.database or ""
+    return parsed.get_backend_name() == "sqlite" and database not in ("", ":memory:") and not Path(database).exists()

@@ -18,9 +18,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import ColumnElement, Connection, bindparam, case, func, literal, or_, select, update
 
 from . import schema
-from .records import RUN_STATUSES, ExperimentRecord
-
-STATES = ("pending", "running", "interrupted", "succeeded", "failed", "cancelled")
+from .records import RUN_STATUSES, ExperimentRecord, experiment_state
 
 _r, _e = schema.runs, schema.experiments
 #: Which statuses an experiment's counted runs have: one index seek per status, whatever the size.
@@ -35,22 +33,6 @@ _STATUSES_PRESENT = select(*(
 # a run changing state changes its experiment: its updated_at moves with its state
 _SET_STATE = (update(_e).where(_e.c.id == bindparam("b_id"))
               .values(state=bindparam("b_state"), updated_at=bindparam("b_now")))
-
-
-def experiment_state(statuses: Collection[str]) -> str:
-    """The state of an experiment whose counted runs have these statuses (see the module docstring)."""
-    present = set(statuses)
-    if "running" in present:
-        return "running"
-    if present <= {"pending"}:
-        return "pending"
-    if "pending" in present:
-        return "interrupted"
-    if "cancelled" in present:
-        return "cancelled"
-    if present & {"failed", "timeout"}:
-        return "failed"
-    return "succeeded"
 
 
 def refresh_states(conn: Connection, experiment_ids: Iterable[str]) -> None:
@@ -147,3 +129,9 @@ def read_page(conn: Connection, query: PageQuery) -> ExperimentPage:
         values["state"] = values.pop("shown_state")
         items.append(ExperimentRecord(**values, runs_by_status=by_status.get(exp_id, {})))
     return ExperimentPage(sum(counts.values()), counts, items)
+
+
+def benchmark_names(conn: Connection) -> list[str]:
+    """Every benchmark (spec name) in the store, the one run most recently first."""
+    query = select(_e.c.name).group_by(_e.c.name).order_by(func.max(_e.c.created_at).desc())
+    return list(conn.scalars(query))

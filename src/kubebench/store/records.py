@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, field_validator
@@ -17,8 +17,30 @@ if TYPE_CHECKING:
 RunStatus = Literal["pending", "running", "succeeded", "failed", "timeout", "cancelled"]
 RUN_STATUSES: tuple[str, ...] = get_args(RunStatus)
 FAILED_STATES = ("failed", "timeout", "cancelled")
+#: Runs that ran and failed; a cancelled run was stopped (most never started) and is counted apart.
+RAN_AND_FAILED = tuple(s for s in FAILED_STATES if s != "cancelled")
+#: An experiment's state, derived from its counted runs (:func:`experiment_state`); the one vocabulary
+#: of the store, the CLI and the dashboard.
+ExperimentState = Literal["pending", "running", "interrupted", "succeeded", "failed", "cancelled"]
+EXPERIMENT_STATES: tuple[str, ...] = get_args(ExperimentState)
 #: How one attempt of a run ended; ``interrupted``: its runner was killed during it (then redone).
 AttemptStatus = Literal["pending", "running", "succeeded", "failed", "timeout", "cancelled", "interrupted"]
+
+
+def experiment_state(statuses: Collection[str]) -> ExperimentState:
+    """The state of an experiment whose counted runs have these statuses (see :mod:`kubebench.store.listing`)."""
+    present = set(statuses)
+    if "running" in present:
+        return "running"
+    if present <= {"pending"}:
+        return "pending"
+    if "pending" in present:
+        return "interrupted"
+    if "cancelled" in present:
+        return "cancelled"
+    if present & {"failed", "timeout"}:
+        return "failed"
+    return "succeeded"
 
 
 class Record(BaseModel):
@@ -38,8 +60,8 @@ class ExperimentRecord(Record):
     job_fingerprint: str
     created_at: float
     updated_at: float
-    #: pending, running, succeeded, failed or cancelled: derived from its runs (see store.listing)
-    state: str = "pending"
+    #: derived from its runs when they change (:func:`experiment_state`); see :attr:`current_state`
+    state: ExperimentState = "pending"
     #: the series it belongs to (the spec's ``series:``, else its name) and its run-time labels (schema 7)
     series: str = ""
     labels: dict[str, str] = {}
@@ -52,6 +74,13 @@ class ExperimentRecord(Record):
     def _labels_text(cls, value: object) -> object:
         # sqlite3 (store.reader) hands JSON columns over as text
         return json.loads(value) if isinstance(value, str) else (value or {})
+
+    @property
+    def current_state(self) -> ExperimentState:
+        """The state from the run counts read with the record (the stored column may lag a read by one
+        transaction, and a store written before ``interrupted`` existed says ``pending`` for a partly
+        done experiment)."""
+        return experiment_state([s for s, n in self.runs_by_status.items() if n]) if self.runs_by_status else self.state
 
     def declared_metrics(self) -> list[dict]:
         """The ``metrics:`` entries of the spec the experiment was run from."""

@@ -145,6 +145,11 @@ class Store:
         with self._tx("read experiments") as conn:
             return listing.read_page(conn, query)
 
+    def benchmark_names(self) -> list[str]:
+        """Every benchmark (spec name) in the store, the one run most recently first."""
+        with self._tx("read benchmarks") as conn:
+            return listing.benchmark_names(conn)
+
     def _experiments(self, where, limit: int | None = None) -> list[ExperimentRecord]:
         e, r = schema.experiments, schema.runs
         query = select(e).order_by(e.c.created_at.desc(), e.c.id)

@@ -20,7 +20,7 @@ from .. import __version__, ids
 from ..errors import LaunchError
 from ..redact import mask_url
 from ..rules import COMPARE_THRESHOLD
-from ..store.listing import STATES
+from ..store.records import EXPERIMENT_STATES
 from . import api_runs, models, queries
 from .auth import require_writer
 from .forms import TEMPLATE_FILE, LaunchRequest, form_problems, form_spec
@@ -55,7 +55,7 @@ def experiments(
     request: Request,
     q: Annotated[str | None, Query(description="substring of id or name (case-insensitive)", max_length=200)] = None,
     name: Annotated[str | None, Query(description="exact name")] = None,
-    state: Annotated[str | None, Query(description=f"one of {', '.join(STATES)}")] = None,
+    state: Annotated[str | None, Query(description=f"one of {', '.join(EXPERIMENT_STATES)}")] = None,
     backend: Annotated[str | None, Query(description="exact backend")] = None,
     since: Annotated[str | None, Query(description="created at or after: UNIX seconds or ISO date (UTC)")] = None,
     until: Annotated[str | None, Query(description="created at or before: UNIX seconds or ISO date (UTC)")] = None,
@@ -68,7 +68,7 @@ def experiments(
         since=queries.parse_time(since, "since"), until=queries.parse_time(until, "until", end_of_day=True),
         offset=offset, limit=limit, active=_launcher(request).active_ids())
     return {"total": page.total, "offset": offset, "limit": limit,
-            "counts": {s: page.counts.get(s, 0) for s in STATES},
+            "counts": {s: page.counts.get(s, 0) for s in EXPERIMENT_STATES},
             "items": [queries.experiment_summary(r, launched_here=_launcher(request).launched_here(r.id))
                       for r in page.items]}
 

@@ -198,11 +198,11 @@ def table_api(request: Request,
     goals and units, and the benchmarks there are (newest first): a union of every benchmark's
     parameters and metrics is a table of empty columns (review 2026-12-02 #17)."""
     from ..analyse.query import parse
-    from .table import benchmark_names, table_rows
+    from .table import table_rows
 
     keep = parse(q)
     store = _store(request)
-    names = benchmark_names(store)
+    names = store.benchmark_names()
     chosen = None if benchmark == "*" else benchmark or (names[0] if names else None)
     rows, goals, units = table_rows(store, limit, chosen)
     _check_fields(q, rows)

@@ -12,23 +12,19 @@ from ..analyse.experiments import trial_values
 from ..numerics.stats import summarize
 from ..present.costs import HEADINGS, cost_metrics, experiment_cost
 from ..rules import default_goal, metric_goal
-from ..store.listing import STATES, experiment_state
-from ..store.records import FAILED_STATES, RUN_STATUSES, ExperimentRecord, RunRecord
+from ..store.records import EXPERIMENT_STATES, FAILED_STATES, RAN_AND_FAILED, RUN_STATUSES, ExperimentRecord, RunRecord
 from ..store.store import Store
 
 SUMMARY_FIELDS = ("n", "failed", "mean", "median", "stdev", "cv", "ci_low", "ci_high", "min", "max",
                   "olympic_mean", "ci_half_width_rel", "confidence")
 
 
-#: Runs that ran and failed; a cancelled run was stopped, not failed, and is counted apart.
-RAN_AND_FAILED = tuple(s for s in FAILED_STATES if s != "cancelled")
 
 
 def experiment_summary(record: ExperimentRecord, active: bool = False, launched_here: bool = False) -> dict:
     """ExperimentSummary: ids, times, state, the counted runs by status, and whether it is partial."""
     counts = {s: record.runs_by_status.get(s, 0) for s in RUN_STATUSES}
-    # from the counts, not the stored column: a store written before "interrupted" existed says "pending"
-    state = "running" if active else live_state(record, False) if record.runs_by_status else record.state
+    state = live_state(record, active)
     return {"id": record.id, "name": record.name, "backend": record.backend, "created_at": record.created_at,
             "updated_at": record.updated_at, "state": state, "partial": partial(state, counts),
             "runs": sum(record.runs_by_status.values()), "runs_by_status": counts, "launched_here": launched_here}
@@ -40,8 +36,8 @@ def partial(state: str, counts: dict[str, int]) -> bool:
 
 
 def live_state(record: ExperimentRecord, active: bool) -> str:
-    """The state from the run counts just read (the stored column may lag a read by one transaction)."""
-    return "running" if active else experiment_state([s for s, n in record.runs_by_status.items() if n])
+    """``running`` while a runner here runs it, else the state from the run counts just read."""
+    return "running" if active else record.current_state
 
 
 def run_summary(run: RunRecord) -> dict:
@@ -207,8 +203,8 @@ def parse_time(value: str | None, name: str, end_of_day: bool = False) -> float 
 
 def check_state(state: str | None) -> str | None:
     """The state filter, or 422 naming the valid ones."""
-    if state and state not in STATES:
-        raise HTTPException(422, f"state: unknown state {state!r}; valid: {', '.join(STATES)}")
+    if state and state not in EXPERIMENT_STATES:
+        raise HTTPException(422, f"state: unknown state {state!r}; valid: {', '.join(EXPERIMENT_STATES)}")
     return state or None
 
 

@@ -11,19 +11,6 @@ ENV_PREFIXES = ("host", "node", "gpu", "cuda", "driver", "image", "python", "pac
                 "backend", "git")
 
 
-def benchmark_names(store) -> list[str]:
-    """Every benchmark (spec name) in the store, the one run most recently first."""
-    from sqlalchemy import func, select
-
-    from ..store import schema
-    from ..store.engine import transaction
-
-    e = schema.experiments
-    query = select(e.c.name).group_by(e.c.name).order_by(func.max(e.c.created_at).desc())
-    with transaction(store.engine, "read benchmarks") as conn:
-        return list(conn.scalars(query))
-
-
 def table_rows(store, limit: int, name: str | None = None) -> tuple[list[dict], dict[str, str], dict[str, str]]:
     """(rows, goal of each metric, unit of each metric) of the newest ``limit`` experiments (of
     benchmark ``name`` when given); a metric's unit is the newest declaration's, else read from its name."""

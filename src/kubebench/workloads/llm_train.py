@@ -212,7 +212,7 @@ def _metrics(args: argparse.Namespace, group: Group, times: list[float], rate: f
                "peak_memory_bytes": peak_mem, "params": float(params),
                "loss_first": losses[0], "loss_final": losses[-1]}
     # The steady window is kubebench's collector's (MSER-5 over output/step_times.json, warm-up
-    # included): steady_items_per_sec, and steady_mfu from it (kubebench.efficiency.accounting).
+    # included): steady_items_per_sec, and steady_mfu from it (kubebench.accounting).
     if peak:
         metrics |= {"peak_tflops_per_device": peak / 1e12, "mfu": per_device * fpt / peak}
     return metrics

@@ -116,8 +116,9 @@ class Api:
         return cast("dict | None", self.call(f"read {res.kind} {name}", lambda timeout: self.custom.get_cluster_custom_object(
             res.group, res.version, res.plural, name, _request_timeout=timeout), expect=(404,)))
 
-    def delete(self, res: Resource, namespace: str, name: str, propagation: str) -> bool:
-        """Delete an object and, by ``propagation``, its pods; False if it was already gone."""
+    def delete(self, res: Resource, namespace: str, name: str, propagation: str, uid: str | None = None) -> bool:
+        """Delete an object and, by ``propagation``, its pods; False if it was already gone (or, with
+        ``uid``, is no longer the object of that uid: a custom object deleted only if it still is)."""
         def delete(timeout: float) -> Any:
             if res == PODS:
                 return self.core.delete_namespaced_pod(name, namespace, propagation_policy=propagation,
@@ -128,10 +129,14 @@ class Api:
             if res == CONFIG_MAPS:
                 return self.core.delete_namespaced_config_map(name, namespace, propagation_policy=propagation,
                                                               _preload_content=False, _request_timeout=timeout)
-            return self.custom.delete_namespaced_custom_object(res.group, res.version, namespace, res.plural, name,
-                                                               propagation_policy=propagation, _request_timeout=timeout)
+            from kubernetes import client
 
-        return self.call(f"delete {res.kind} {namespace}/{name}", delete, expect=(404,)) is not None
+            body = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=uid)) if uid else None
+            return self.custom.delete_namespaced_custom_object(res.group, res.version, namespace, res.plural, name,
+                                                               propagation_policy=propagation, body=body,
+                                                               _request_timeout=timeout)
+
+        return self.call(f"delete {res.kind} {namespace}/{name}", delete, expect=(404, 409) if uid else (404,)) is not None
 
     def list(self, res: Resource, namespace: str, selector: str) -> dict:
         """List objects matching a label selector (the raw ``…List`` object)."""

@@ -7,7 +7,8 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from ...spec.base import Model, PluginConfig, parse_duration
+from ...durations import parse_duration
+from ...spec.base import Model, PluginConfig
 
 _DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 

@@ -29,7 +29,7 @@ def upgrade() -> None:
 
 def _fill_states() -> None:
     """Every experiment's state from the statuses of its counted runs (one grouped scan of the runs)."""
-    from kubebench.store.listing import experiment_state
+    from kubebench.store.records import experiment_state
 
     conn = op.get_bind()
     runs = sa.table("runs", sa.column("experiment_id", sa.String), sa.column("warmup", sa.Boolean),

@@ -19,8 +19,8 @@ from pydantic import field_validator
 from .. import limits
 from ..errors import PostprocessError
 from ..output_files import read_output
+from ..serving.slo import parse_request_slo
 from ..spec.base import PluginConfig
-from .slo import parse_request_slo
 
 
 class RequestsConfig(PluginConfig):
@@ -47,8 +47,8 @@ class RequestsPostprocessor:
 
     def run(self, ctx) -> dict[str, float]:
         """The merged metrics; PostprocessError when there are no records or a client lagged."""
-        from .metrics import serving_metrics, tokens_source
-        from .records import find_records, merge, read_records
+        from ..serving.metrics import serving_metrics, tokens_source
+        from ..serving.records import find_records, merge, read_records
 
         paths = find_records(ctx.output)
         if not paths:

@@ -1,4 +1,4 @@
-"""Energy per item and cost of a finished run, added to its metrics (see :mod:`.cost` for the formulas).
+"""Energy per item and cost of a finished run, added to its metrics (see :mod:`kubebench.collect.cost` for the formulas).
 
 Called by the runner once the run's telemetry (energy included) is recorded. A workload's own metric
 is never replaced; what could not be priced is said in the run's info (``cost_unavailable``).
@@ -9,14 +9,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import SpecError
-from ..render.kinds import TRAINER_NODE, replica_groups
-from ..spec.efficiency import load_prices
-from .cost import Held, cost_metrics, energy_per_item, hourly_rate
+from .collect.cost import Held, cost_metrics, energy_per_item, hourly_rate
+from .errors import SpecError
+from .render.kinds import TRAINER_NODE, replica_groups
+from .spec.efficiency import load_prices
 
 if TYPE_CHECKING:
-    from ..spec.model import BenchmarkSpec
-    from ..store.records import RunResult
+    from .spec.model import BenchmarkSpec
+    from .store.records import RunResult
 
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
 COST_KEY, NO_COST_KEY = "cost_basis", "cost_unavailable"
