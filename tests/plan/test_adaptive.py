@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kubebench.numerics.sequential import Design, interval
 from kubebench.numerics.stats import summarize
 from kubebench.plan.adaptive import converged, next_round
 from kubebench.plan.plan import Trial, make_run
@@ -38,6 +39,7 @@ def test_a_trial_without_runs_or_values_yet_gets_the_next_round() -> None:
 
 def test_a_ci_exactly_at_the_target_has_converged() -> None:
     values = [100.0, 101.0, 99.0]
-    target = summarize(values).ci_half_width_rel  # ≈ 0.0248: "below target_ci" includes the target itself
+    low, high = interval(values, Design(3, 6), 0.95)  # the repeated CI: "below target_ci" includes the target itself
+    target = (high - low) / 2 / 100.0
     assert converged(values, AdaptiveRepeats(min=3, max=6, target_ci=target))
     assert not converged(values, AdaptiveRepeats(min=3, max=6, target_ci=target * 0.999))

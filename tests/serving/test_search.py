@@ -61,7 +61,7 @@ def test_a_probe_is_repeated_only_while_its_ci_straddles_the_bound() -> None:
     search = CapacitySearch(parameter="rate", low=1, high=8, slo={"ttft_p99": 1}, min=2, max=6)
     far = Probe(1, {"ttft_p99": [0.2, 0.21]}, 2)
     near = Probe(1, {"ttft_p99": [0.9, 1.1]}, 2)
-    assert far.verdict(search)[0] == "meets"
+    assert far.verdict(search) == ("meets", "ttft_p99 0.205 ≤ 1 (after 2 runs, sequential)")
     assert near.verdict(search)[0] == "undecided"
     at_max = Probe(1, {"ttft_p99": [0.95, 1.08, 0.97, 1.1, 0.99, 1.03]}, 6)
     verdict, why = at_max.verdict(search)
@@ -72,7 +72,7 @@ def test_a_probe_is_repeated_only_while_its_ci_straddles_the_bound() -> None:
 
 def test_every_bound_must_hold() -> None:
     search = CapacitySearch(parameter="rate", low=1, high=8, slo={"ttft_p99": "2s", "tpot_p99": "100ms"}, min=2)
-    probe = Probe(4, {"ttft_p99": [0.5, 0.52], "tpot_p99": [0.2, 0.21]}, 2)
+    probe = Probe(4, {"ttft_p99": [0.5, 0.52], "tpot_p99": [0.2, 0.201]}, 2)
     verdict, why = probe.verdict(search)
     assert verdict == "fails" and why.startswith("tpot_p99")
 
