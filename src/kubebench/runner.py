@@ -20,9 +20,9 @@ from .backends.base import Backend, Lifecycle
 from .cancel import Cancel
 from .data import prepare_data
 from .errors import Cancelled, SpecError
-from .numerics.sequential import Decision, Design
 from .experiment import Experiment
 from .locks import ExperimentLock
+from .numerics.sequential import Decision, Design
 from .plan.adaptive import Against, decision_round, next_round
 from .plan.plan import Plan, Run, make_plan, new_experiment_id
 from .render.budget import time_budget

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from .. import ids
 from ..errors import StoreError
+from .decision_records import DECISION_COLUMNS, DecisionRecord, decision_records
 from .records import (
     RUN_COLUMNS,
     TRIAL_RUN_COLUMNS,
@@ -29,7 +30,6 @@ from .records import (
     run_records,
     trial_results,
 )
-from .decision_records import DECISION_COLUMNS, DecisionRecord, decision_records
 from .sqlite import explain, plain_file
 from .version import SCHEMA_VERSION
 
