@@ -84,6 +84,11 @@ def run(
 
         render_trials(experiment, make_backend(loaded))  # what `run` refuses, a dry run refuses too
         console.print(plan_table(experiment.plan))
+        if sequential is not None:
+            from ..present.text import cell
+
+            console.print(cell(f"then, round by round, one more run of each trial not yet decided against "
+                               f"{decide_against}, at most {sequential.max_runs} runs a trial"))
         return
     if decide_against is not None and sequential is not None:
         from ..analyse.against import read_against
