@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import TYPE_CHECKING, Any, Literal
@@ -302,10 +302,11 @@ def decide(base: Sequence[float], candidate: Sequence[float], design: Design, go
     return Decision(verdict, n, m, goal, to_ratio(d), ci, band, design, reason)
 
 
-def _difference(b: list[float], c: list[float]):
+def _difference(b: list[float], c: list[float]) -> tuple[float, float, Callable[[float], float]]:
     """(change estimate, its standard error, the map back to a ratio): on logs when every value is
     positive, else on differences relative to the base's mean."""
     positive = min(b) > 0 and min(c) > 0
+    to_ratio: Callable[[float], float]
     if positive:
         lb, lc = [math.log(v) for v in b], [math.log(v) for v in c]
         to_ratio = _exp
@@ -328,7 +329,7 @@ def _plus_one(x: float) -> float:
     return 1.0 + x
 
 
-def _bounds(d: float, se: float, factor: float, to_ratio) -> tuple[float, float]:
+def _bounds(d: float, se: float, factor: float, to_ratio: Callable[[float], float]) -> tuple[float, float]:
     half = factor * se if se > 0 else 0.0  # both sides constant: the change is what it is
     return to_ratio(d - half), to_ratio(d + half)
 
