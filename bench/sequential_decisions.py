@@ -48,6 +48,8 @@ def decisions(trials: int) -> list[tuple[str, dict]]:
     designs = [
         ("sequential, unchanged ±3% (default), 3…20 runs", lambda c, s: sequential(c, Design(3, 20), trials, s)),
         ("sequential, unchanged ±3%, 3…10 runs", lambda c, s: sequential(c, Design(3, 10), trials, s)),
+        ("sequential (default), 3% of runs 10–30% slower (a noisy neighbour)",
+         lambda c, s: sequential(c, Design(3, 20), trials, s, outliers=0.03)),
         ("sequential, unchanged ±2% (the threshold), 3…20 runs",
          lambda c, s: sequential(c, Design(3, 20, margin=0.02), trials, s)),
         ("fixed 10 runs, `compare` (today)", lambda c, s: fixed(c, 10, trials, s, _compare_rule)),

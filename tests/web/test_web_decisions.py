@@ -74,4 +74,9 @@ def test_the_page_shows_the_decisions_in_chromium(browser, artifacts, app) -> No
         assert page.locator("#decisions-table tr[data-verdict='regressed'] .badge.regressed").count() == 1
         assert "1 regressed, 1 unchanged" in page.locator("#decisions-summary").inner_text()
         browsing.shot("decisions")
+        page.goto(url + "/compare?a=base&b=cand")
+        page.wait_for_selector("#compare-result[data-ready='1']", state="attached")
+        assert page.locator("#compare-sequential").is_visible()
+        assert "regressed after 3 of ≤10 runs (sequential, against experiment base)" in \
+            page.locator("#compare-decisions").inner_text()
         browsing.assert_clean()

@@ -1,6 +1,7 @@
 """Seeded simulations of sequential decisions (tests and ``bench/sequential_decisions.py``): a base of
 ``base_runs`` runs and a candidate whose runs come one per round, Gaussian run-to-run noise of
-coefficient of variation ``cv``, the candidate ``change`` (relative) away from the base."""
+coefficient of variation ``cv``, the candidate ``change`` (relative) away from the base; optionally a
+share ``outliers`` of runs slowed by a noisy neighbour (10–30% lower)."""
 
 from __future__ import annotations
 
@@ -32,19 +33,22 @@ class Tally:
         return self.runs / self.trials if self.trials else 0.0
 
 
-def _sample(rng: random.Random, n: int, level: float, cv: float) -> list[float]:
-    return [level * (1 + cv * rng.gauss(0.0, 1.0)) for _ in range(n)]
+def _sample(rng: random.Random, n: int, level: float, cv: float, outliers: float = 0.0) -> list[float]:
+    values = [level * (1 + cv * rng.gauss(0.0, 1.0)) for _ in range(n)]
+    if outliers:
+        values = [v * (1 - rng.uniform(0.1, 0.3)) if rng.random() < outliers else v for v in values]
+    return values
 
 
 def sequential(change: float, design: Design, trials: int, seed: int, base_runs: int = 10,
-               cv: float = 0.02) -> Tally:
+               cv: float = 0.02, outliers: float = 0.0) -> Tally:
     """Trials decided by :func:`~kubebench.numerics.sequential.decide`, one candidate run per round."""
     rng, tally = random.Random(seed), Tally()
     for _ in range(trials):
-        base = _sample(rng, base_runs, 100.0, cv)
+        base = _sample(rng, base_runs, 100.0, cv, outliers)
         candidate: list[float] = []
         while True:
-            candidate += _sample(rng, 1, 100.0 * (1 + change), cv)
+            candidate += _sample(rng, 1, 100.0 * (1 + change), cv, outliers)
             decision = decide(base, candidate, design, "maximize")
             if decision.decided:
                 tally.add(decision.verdict or "inconclusive", decision.runs)
