@@ -7,6 +7,7 @@ from typing import Any
 
 from .backends.base import Backend
 from .paths import RunPaths
+from .plan.adaptive import Against
 from .plan.plan import Plan, Run
 from .render.job import RenderedJob, render_run
 from .settings import Settings
@@ -24,6 +25,8 @@ class Experiment:
     adaptive: AdaptiveRepeats | None = None
     #: Run-time labels of the experiment (``kubebench run --label version=1.4.2``), stored with it.
     labels: tuple[tuple[str, str], ...] = ()
+    #: What each trial is decided against, round by round (``kubebench run --decide-against``).
+    against: Against | None = None
 
     def local_paths(self, run: Run) -> RunPaths:
         """The run's folders as kubebench sees them."""

@@ -22,7 +22,8 @@ from .data import prepare_data
 from .errors import Cancelled, SpecError
 from .experiment import Experiment
 from .locks import ExperimentLock
-from .plan.adaptive import next_round
+from .numerics.sequential import Decision, Design
+from .plan.adaptive import Against, decision_round, next_round
 from .plan.plan import Plan, Run, make_plan, new_experiment_id
 from .render.budget import time_budget
 from .render.job import job_fingerprint
@@ -30,6 +31,7 @@ from .settings import Settings
 from .spec.efficiency import load_prices
 from .spec.model import AdaptiveRepeats, LoadedSpec
 from .storage.runs import shared_storage
+from .store.decision_records import DecisionRecord
 from .store.records import ExperimentRecord, RunResult
 
 if TYPE_CHECKING:  # the store (SQLAlchemy) is handed in: a dry run never loads it
@@ -56,16 +58,26 @@ class _Silent:
 
 
 def plan_experiment(loaded: LoadedSpec, settings: Settings, experiment_id: str | None = None,
-                    repeats: int | None = None, labels: dict[str, str] | None = None) -> Experiment:
-    """Plan (pure): trials and runs with their stable ids."""
+                    repeats: int | None = None, labels: dict[str, str] | None = None,
+                    sequential: Design | None = None) -> Experiment:
+    """Plan (pure): trials and runs with their stable ids. ``sequential``: each trial is decided
+    against a base (give it with :func:`with_against`), its first ``min_runs`` runs planned."""
     exp_id = ids.check(experiment_id) if experiment_id is not None else new_experiment_id(loaded.spec.name)
-    plan = make_plan(loaded.spec, exp_id, job_fingerprint(loaded), repeats)
+    if sequential is not None and loaded.spec.search is not None:
+        raise SpecError("--decide-against decides trials; a capacity search decides each probe itself (search.min, "
+                        "search.max): run it without --decide-against")
+    plan = make_plan(loaded.spec, exp_id, job_fingerprint(loaded), sequential.min_runs if sequential else repeats)
     if loaded.spec.search is not None:  # capacity search: its first probes instead of the sweep's trials
         from .capacity.driver import initial_plan
 
         plan = initial_plan(loaded.spec, plan)
     adaptive = loaded.spec.repeats if isinstance(loaded.spec.repeats, AdaptiveRepeats) and repeats is None else None
-    return Experiment(loaded, plan, settings, adaptive, tuple(sorted((labels or {}).items())))
+    return Experiment(loaded, plan, settings, None if sequential else adaptive, tuple(sorted((labels or {}).items())))
+
+
+def with_against(experiment: Experiment, against: Against) -> Experiment:
+    """The experiment with its trials decided against ``against`` round by round (``--decide-against``)."""
+    return replace(experiment, against=against)
 
 
 def make_backend(loaded: LoadedSpec) -> Backend[Any, Any]:
@@ -189,7 +201,9 @@ def _execute(experiment: Experiment, store: Store, progress: Progress, width: in
                 _in_parallel(stage, width, one, backend)
 
     run_all(todo)
-    if experiment.adaptive is not None:
+    if experiment.against is not None:
+        _decision_rounds(experiment, experiment.against, store, record, progress, run_all)
+    elif experiment.adaptive is not None:
         _adaptive_rounds(experiment, experiment.adaptive, store, record, progress, run_all)
     spec = experiment.loaded.spec
     if spec.search is not None:
@@ -219,6 +233,43 @@ def _adaptive_rounds(experiment: Experiment, policy: AdaptiveRepeats, store: Sto
         progress.added(len(new))
         run_all([r for r in new if r.id not in done])
         repeat += 1
+
+
+def _decision_rounds(experiment: Experiment, against: Against, store: Store, record: ExperimentRecord,
+                     progress: Progress, run_all: Callable[[list[Run]], None]) -> None:
+    """Add a run to every trial not yet decided against its base, round after round; store each
+    trial's decision as it is made (a resume replays the same runs to the same decisions)."""
+    plan = experiment.plan
+    repeat = max((r.repeat for r in plan.runs if not r.warmup), default=-1) + 1
+    stored: set[str] = set()
+    while True:
+        counted = [r for r in store.runs(plan.experiment_id, logs=False) if not r.warmup]
+        values = {t.id: [r.metrics[against.metric] for r in counted if r.trial_id == t.id and r.status == "succeeded"
+                         and against.metric in r.metrics] for t in plan.trials}
+        runs_done = {t.id: sum(1 for r in counted if r.trial_id == t.id and r.status != "pending") for t in plan.trials}
+        new, decided = decision_round(plan.trials, values, runs_done, repeat, against)
+        store.record_decisions([decision_record(plan.experiment_id, trial_id, against, d)
+                                for trial_id, d in decided.items() if trial_id not in stored])
+        stored.update(decided)
+        if not new:
+            return
+        store.begin_experiment(record, replace(plan, runs=tuple(new)))
+        done = store.succeeded_run_ids(plan.experiment_id)
+        progress.added(len(new))
+        run_all([r for r in new if r.id not in done])
+        repeat += 1
+
+
+def decision_record(experiment_id: str, trial_id: str, against: Against, decision: Decision) -> DecisionRecord:
+    """The stored form of one trial's decision."""
+    design = decision.design
+    return DecisionRecord(
+        experiment_id=experiment_id, trial_id=trial_id, metric=against.metric, goal=against.goal, against=against.text,
+        base_experiments=list(against.experiments), verdict=decision.verdict or "inconclusive", runs=decision.runs,
+        base_runs=decision.base_runs, min_runs=design.min_runs, max_runs=design.max_runs, ratio=decision.ratio,
+        ci_low=decision.ci[0], ci_high=decision.ci[1], band_low=decision.band[0], band_high=decision.band[1],
+        alpha=design.alpha, beta=design.beta, margin=design.margin, reason=decision.reason,
+        sequential=decision.sequential, decided_at=time.time())
 
 
 #: How often the main thread wakes while runs are in flight in other threads (see :func:`_in_parallel`).

@@ -35,10 +35,11 @@ def test_adaptive_repeats_stop_when_the_ci_is_tight(home: Path, write) -> None:
     spec = write("spec.yaml", SPEC)
     result = runner.invoke(app, ["run", str(spec), "--id", "ad"])
     assert result.exit_code == 0, result.output
-    assert counts("ad") == {0.002: 3, 0.2: 8}
+    # the repeated CI of 3 runs has one degree of freedom: the quiet trial stops at its 4th run
+    assert counts("ad") == {0.002: 4, 0.2: 8}
     again = runner.invoke(app, ["run", str(spec), "--id", "ad"])
     assert again.exit_code == 0
-    assert counts("ad") == {0.002: 3, 0.2: 8}
+    assert counts("ad") == {0.002: 4, 0.2: 8}
 
 
 def test_repeats_option_turns_adaptive_off(home: Path, write) -> None:

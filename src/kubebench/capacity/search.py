@@ -4,7 +4,10 @@ For every point of the sweep, a bisection over the search parameter: ``low`` is 
 the SLO, else the capacity is below the range), ``high`` is probed (it must fail, else the capacity
 is above it), then the middle of the bracket (geometric on a log scale) until the bracket is within
 the resolution. Each probe is repeated until every bounded metric's confidence interval lies on one
-side of its bound (adaptive repeats), so a probe costs runs only while its verdict is in doubt.
+side of its bound, so a probe costs runs only while its verdict is in doubt. The interval is the
+sequential one of :mod:`kubebench.numerics.sequential` (repeated over the probe's looks, ``min`` to
+``max`` runs): the verdict keeps its error rate whatever run it stops at, where a plain CI looked at
+after every run would not.
 
 The search is replayed from the runs done so far at every step, so a killed search resumes where it
 stopped, and the same runs always give the same next probe.
@@ -17,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, cast
 
+from ..numerics.sequential import Design, interval
 from ..numerics.stats import summarize
 from ..spec.model import CapacitySearch
 
@@ -38,24 +42,25 @@ class Probe:
     runs: int
 
     def verdict(self, search: CapacitySearch) -> tuple[Verdict, str]:
-        """``meets``/``fails`` once every CI is on one side of its bound (or at ``max`` runs, by the
-        means); ``undecided`` while more runs may tell; and why."""
+        """``meets``/``fails`` once every repeated CI is on one side of its bound (or at ``max`` runs,
+        by the means); ``undecided`` while more runs may tell; and why, with the runs it took."""
         decided_all, reasons = True, []
+        design = Design(search.min, search.max)
+        taken = f"after {self.runs} run{'s' * (self.runs != 1)}, sequential"
         for metric, bound in _bounds(search).items():
-            values = list(self.values.get(metric, ()))
+            values = [v for v in self.values.get(metric, ()) if math.isfinite(v)]
             if len(values) < search.min:
                 decided_all = False
                 continue
-            s = summarize(values, confidence=search.confidence)
-            high = s.ci_high if len(values) >= 2 else s.mean
-            low = s.ci_low if len(values) >= 2 else s.mean
+            low, high = interval(values, design, search.confidence)
+            mean = sum(values) / len(values)
             if low > bound:
-                return "fails", f"{metric} {s.mean:.4g} > {bound:g} (CI {_ci(s)})"
+                return "fails", f"{metric} {mean:.4g} > {bound:g} (CI {low:.4g}…{high:.4g}; {taken})"
             if not high <= bound:
                 decided_all = False
-            reasons.append(f"{metric} {s.mean:.4g} ≤ {bound:g}")
+            reasons.append(f"{metric} {mean:.4g} ≤ {bound:g}")
         if decided_all:
-            return "meets", ", ".join(reasons)
+            return "meets", ", ".join(reasons) + f" ({taken})"
         if self.runs < search.max:
             return "undecided", "needs more runs"
         return _by_means(self, search)
@@ -70,10 +75,6 @@ def _by_means(probe: Probe, search: CapacitySearch) -> tuple[Verdict, str]:
         if mean > bound:
             return "fails", f"{metric} mean {mean:.4g} > {bound:g} after {probe.runs} runs (CI undecided)"
     return "meets", f"means within the SLO after {probe.runs} runs (CI undecided)"
-
-
-def _ci(s) -> str:
-    return f"{s.ci_low:.4g}…{s.ci_high:.4g}" if s.n >= 2 else "n=1"
 
 
 @dataclass(frozen=True)

@@ -88,8 +88,9 @@ def compare(
     if gate:
         metric_of(base_record, gate[0], base_runs, candidate_runs)  # a typo must not pass the gate
     rows = compare_experiments(base_runs, candidate_runs, name, goal, threshold, correction.value)
+    decided = [d for d in db.decisions(candidate) if d.metric == name]
     if format is CompareFormat.json:
-        sys.stdout.write(json.dumps([r.to_dict() for r in rows], indent=2) + "\n")
+        sys.stdout.write(json.dumps([_with_decision(r.to_dict(), decided) for r in rows], indent=2, default=str) + "\n")
     else:
         from ..present.costs import comparison_line
         from ..present.studies import comparison_table
@@ -102,12 +103,43 @@ def compare(
         cost = comparison_line(base_runs, candidate_runs)
         if cost:
             console.print(cell(cost))
+        _print_sequential(console, candidate, decided)
     _warn_environments(db, base, candidate)
     _warn_data(db, base, candidate)
     if fail_on and gate:
         gated = rows if gate[0] == name else compare_experiments(
             base_runs, candidate_runs, gate[0], base_record.metric_goal(gate[0])[1], threshold, correction.value)
         _gate(gated, fail_on, gate[1])
+
+
+def _with_decision(row: dict, decided) -> dict:
+    """A comparison row (JSON) with the sequential decision of its candidate trial, if it had one
+    (matched on the parameters that vary between the trials, as the comparison matches them)."""
+    from ..present.tables import params_split
+
+    swept = params_split([d.params for d in decided])[1]
+    params = row.get("params") or {}
+    found = next((d for d in decided if all(repr(d.params.get(k)) == repr(params.get(k)) for k in swept)), None)
+    if found is not None:
+        row["sequential_decision"] = found.model_dump(exclude={"params"})
+    return row
+
+
+def _print_sequential(console, candidate: str, decided) -> None:
+    """The candidate's sequential decisions under a fixed comparison of it: its runs stopped when each
+    trial was decided, so those decisions are the verdicts of record (a fixed test on runs a sequential
+    rule stopped early does not keep its error rate)."""
+    if not decided:
+        return
+    from ..present.decisions import decision_line
+    from ..present.tables import label, params_split
+    from ..present.text import cell
+
+    _, swept = params_split([d.params for d in decided])
+    console.print(cell(f"{candidate} was run sequentially (--decide-against): each trial stopped once decided, so "
+                       "these are its verdicts of record, not the fixed comparison above:", style="bold"))
+    for d in decided:
+        console.print(cell(f"  {label(d.params, swept)}: {decision_line(d)}"))
 
 
 def _note_benchmarks(base, candidate) -> None:

@@ -47,10 +47,21 @@ def print_results(console, store: ResultsSource, experiment_id: str, metrics: Se
     console.print(results_table(trials, choice, title=f"results of {experiment_id}"))
     for line in results_warnings(trials, choice.shown[0] if choice.shown else None):
         console.print(cell("warning: " + line, style="yellow"))
+    print_decisions(console, store, experiment_id)
     failed = store.runs(experiment_id, include_warmup=True, logs=True, statuses=FAILED_STATES)
     if failed:
         console.print(failures_table(failed, params_split([t.params for t in trials])[1]))
     return len(failed)
+
+
+def print_decisions(console, store: ResultsSource, experiment_id: str) -> list:
+    """The trials' sequential decisions (``run --decide-against``), if it has any; return them."""
+    found = store.decisions(experiment_id)
+    if found:
+        from ..present.decisions import decisions_table
+
+        console.print(decisions_table(found))
+    return found
 
 
 class ListFormat(str, Enum):

@@ -40,6 +40,16 @@ def run(
     outputs: Annotated[Optional[Path], typer.Option(
         "--outputs", metavar="DIR", help="Write the experiment id, the primary metric and its median, and the failed "
                                          "runs, one file each, to DIR (a pipeline step's results: Tekton, Argo).")] = None,
+    decide_against: Annotated[Optional[str], typer.Option(
+        "--decide-against", metavar="BASE",
+        help="Run each trial round by round and stop it as soon as it is regressed, improved or unchanged against "
+             "BASE (an experiment id, SERIES@KEY=VALUE, or `series`: the series' current level), or inconclusive at "
+             "the spec's repeats (its max); a sequential test whose error rates hold whatever round it stops at. "
+             "Exit 1 when a trial regressed.")] = None,
+    margin: Annotated[Optional[float], typer.Option(
+        "--margin", metavar="FRACTION", min=0.001, max=0.5,
+        help="With --decide-against: `unchanged` means the change's CI lies within ±FRACTION (default 0.03); a "
+             "change that large is called unchanged at most 10% of the time.")] = None,
     benchmark_ref: Annotated[Optional[str], typer.Option(
         "--benchmark-ref", metavar="NS/NAME/UID", hidden=True,
         help="The Benchmark resource this runner runs for (set by `kubebench operator`): its status is kept current.")] = None,
@@ -53,6 +63,7 @@ def run(
       kubebench run examples/pytorch-cnn/benchmark.yaml
       kubebench run bench.yaml --set batch_size=[32,64] --repeats 5
       kubebench run bench.yaml --id my-exp     (again: resumes my-exp)
+      kubebench run bench.yaml --decide-against series     (stops each trial once it is decided)
     """
     # series_records, not series: no SQLAlchemy, a dry run never opens the store
     from ..runner import plan_experiment
@@ -64,7 +75,8 @@ def run(
     if context is not None:
         loaded = in_context(loaded, context)
     config = settings(store, storage=storage)
-    experiment = plan_experiment(loaded, config, experiment_id, repeats, labels)
+    sequential = _sequential(loaded, repeats, decide_against, margin)
+    experiment = plan_experiment(loaded, config, experiment_id, repeats, labels, sequential)
     console = make_console()
     if dry_run:
         from ..present.tables import plan_table
@@ -72,9 +84,24 @@ def run(
 
         render_trials(experiment, make_backend(loaded))  # what `run` refuses, a dry run refuses too
         console.print(plan_table(experiment.plan))
+        if sequential is not None:
+            from ..present.text import cell
+
+            console.print(cell(f"then, round by round, one more run of each trial not yet decided against "
+                               f"{decide_against}, at most {sequential.max_runs} runs a trial"))
         return
-    resume = _resume_command(spec, params, set_, experiment.plan.experiment_id)
+    if decide_against is not None and sequential is not None:
+        from ..analyse.against import read_against
+        from ..runner import with_against
+        from ..store.store import open_store
+
+        against = read_against(open_store(config.store_url), decide_against, loaded.spec, experiment.plan, sequential)
+        experiment = with_against(experiment, against)
+    extra = ["--decide-against", decide_against] if decide_against else []
+    resume = _resume_command(spec, params, set_, experiment.plan.experiment_id, extra)
     failed = _execute(experiment, config, console, metrics_port, benchmark_ref, resume)
+    if decide_against is not None and not failed:
+        failed = _regressed(config, experiment.plan.experiment_id)
     if outputs is not None:
         from ..pipelines.outputs import run_outputs, write_files
         from ..store.store import open_store
@@ -83,12 +110,34 @@ def run(
     raise typer.Exit(1 if failed else 0)
 
 
-def _resume_command(spec, params, overrides, experiment_id: str) -> str:
-    """The command that resumes this experiment: the spec, its --params and --set as given, and its id."""
+def _resume_command(spec, params, overrides, experiment_id: str, more: list[str] | None = None) -> str:
+    """The command that resumes this experiment: the spec, its --params, --set (and ``more``) as given, and its id."""
     from ..present.listing import resume_command
 
-    extra = [*(["--params", str(params)] if params else []), *(a for o in overrides or () for a in ("--set", o))]
+    extra = [*(["--params", str(params)] if params else []), *(a for o in overrides or () for a in ("--set", o)),
+             *(more or [])]
     return resume_command(str(spec), experiment_id, extra)
+
+
+def _sequential(loaded, repeats: Optional[int], decide_against: Optional[str], margin: Optional[float]):
+    """The sequential design of ``--decide-against`` (None without it)."""
+    from ..errors import SpecError
+
+    if decide_against is None:
+        if margin is not None:
+            raise SpecError("--margin goes with --decide-against (the margin of its `unchanged`)")
+        return None
+    from ..numerics.sequential import MARGIN
+    from ..plan.adaptive import sequential_design
+
+    return sequential_design(loaded.spec, repeats, MARGIN if margin is None else margin)
+
+
+def _regressed(config, experiment_id: str) -> int:
+    """How many trials a sequential decision found regressed (the exit status is then 1)."""
+    from ..store.store import open_store
+
+    return sum(d.verdict == "regressed" for d in open_store(config.store_url).decisions(experiment_id))
 
 
 def _execute(experiment, config, console, metrics_port: Optional[int] = None, benchmark_ref: Optional[str] = None,

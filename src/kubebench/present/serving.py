@@ -240,7 +240,7 @@ def capacity_lines(spec: dict, runs: Sequence[RunRecord]) -> list[str]:
                                               f"fails {si(r['fails'])}" if r["fails"] is not None else "") if part)
         lines.append(f"  {r['setting']}: {r['status']}, {estimate}{interval}" + (f"; {bracket}" if bracket else "")
                      + f" ({r['probes']} probes, {r['runs']} runs)")
-    return lines
+    return lines + ["  each probe ran until its SLO question was decided (sequential) or its max runs"]
 
 
 def capacity_html(spec: dict, runs: Sequence[RunRecord]) -> str:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from .. import ids
 from ..errors import StoreError
+from .decision_records import DECISION_COLUMNS, DecisionRecord, decision_records
 from .records import (
     RUN_COLUMNS,
     TRIAL_RUN_COLUMNS,
@@ -49,6 +50,8 @@ class ResultsSource(Protocol):
              statuses: Collection[str] = ()) -> list[RunRecord]: ...
 
     def trial_results(self, experiment_id: str) -> list[TrialResults]: ...
+
+    def decisions(self, experiment_id: str) -> list[DecisionRecord]: ...
 
 
 class SqliteReader:
@@ -106,6 +109,16 @@ class SqliteReader:
             self._require(conn, experiment_id)
             found = conn.execute(_RUNS.format(columns=columns, where="AND runs.warmup = 0 "), (experiment_id,))
             return trial_results(found.fetchall(), self._params(conn, experiment_id))
+
+    def decisions(self, experiment_id: str) -> list[DecisionRecord]:
+        """The experiment's sequential decisions in trial order (:meth:`.Store.decisions`)."""
+        columns = ", ".join(f"trial_decisions.{c}" for c in DECISION_COLUMNS)
+        with self._read("read the trials' decisions") as conn:
+            self._require(conn, experiment_id)
+            found = conn.execute(f"SELECT {columns} FROM trial_decisions JOIN trials ON trials.id = "
+                                 "trial_decisions.trial_id WHERE trial_decisions.experiment_id = ? "
+                                 "ORDER BY trials.\"index\", trial_decisions.metric", (experiment_id,)).fetchall()
+            return decision_records(found, self._params(conn, experiment_id))
 
     @staticmethod
     def _require(conn: sqlite3.Connection, experiment_id: str) -> None:

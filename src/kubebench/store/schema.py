@@ -204,3 +204,33 @@ experiment_data = Table(
     Column("recorded_at", Float, nullable=False),
     Index("ix_experiment_data_key", "key"),
 )
+
+
+# schema 10 (kubebench.numerics.sequential): each trial's decision against the base `kubebench run
+# --decide-against` named — its verdict, the runs it took, its intervals — stored as the trial is decided
+trial_decisions = Table(
+    "trial_decisions",
+    metadata,
+    Column("experiment_id", String(80), ForeignKey("experiments.id", ondelete="CASCADE"), primary_key=True),
+    Column("trial_id", String(32), ForeignKey("trials.id", ondelete="CASCADE"), primary_key=True),
+    Column("metric", String(128), primary_key=True),
+    Column("goal", String(16), nullable=False),
+    Column("against", Text, nullable=False),
+    Column("base_experiments", JSON, nullable=False),
+    Column("verdict", String(16), nullable=False),
+    Column("runs", Integer, nullable=False),
+    Column("base_runs", Integer, nullable=False),
+    Column("min_runs", Integer, nullable=False),
+    Column("max_runs", Integer, nullable=False),
+    Column("ratio", Float),
+    Column("ci_low", Float),
+    Column("ci_high", Float),
+    Column("band_low", Float),
+    Column("band_high", Float),
+    Column("alpha", Float, nullable=False),
+    Column("beta", Float, nullable=False),
+    Column("margin", Float, nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("sequential", Boolean, nullable=False),
+    Column("decided_at", Float, nullable=False),
+)

@@ -29,6 +29,7 @@ from .records import (
 if TYPE_CHECKING:  # the spec's models cost a third of a second to import; reading results needs none
     from ..plan.plan import Plan
     from .data_records import DataRecord
+    from .decision_records import DecisionRecord
 
 
 class Store:
@@ -297,6 +298,22 @@ class Store:
         with self._tx("read the experiment's data") as conn:
             return data.of_experiment(conn, experiment_id)
 
+    def record_decisions(self, found: list[DecisionRecord]) -> None:
+        """Store sequential decisions of trials (each replaces its trial's and metric's earlier one)."""
+        from . import decisions
+
+        if found:
+            with self._tx("record the trials' decisions", write=True) as conn:
+                decisions.record(conn, found)
+
+    def decisions(self, experiment_id: str) -> list[DecisionRecord]:
+        """The experiment's sequential decisions in trial order (none: it was not run with --decide-against)."""
+        from . import decisions
+
+        with self._tx("read the trials' decisions") as conn:
+            self._require(conn, experiment_id)
+            return decisions.of_experiment(conn, experiment_id)
+
     def experiments_using(self, keys: Collection[str]) -> dict[str, list[str]]:
         """The experiments that read each dataset key, oldest first."""
         from . import data
@@ -316,6 +333,7 @@ class Store:
             conn.execute(delete(schema.run_timeline).where(schema.run_timeline.c.run_id.in_(run_ids)))
             conn.execute(delete(schema.run_attempts).where(schema.run_attempts.c.run_id.in_(run_ids)))
             conn.execute(delete(schema.experiment_data).where(schema.experiment_data.c.experiment_id == experiment_id))
+            conn.execute(delete(schema.trial_decisions).where(schema.trial_decisions.c.experiment_id == experiment_id))
             deleted = conn.execute(delete(r).where(r.c.experiment_id == experiment_id)).rowcount
             conn.execute(delete(t).where(t.c.experiment_id == experiment_id))
             conn.execute(delete(e).where(e.c.id == experiment_id))

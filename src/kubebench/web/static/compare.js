@@ -124,6 +124,15 @@ function renderDifferences(result) {
   line.hidden = !items.length;
 }
 
+/** B's sequential decisions (run --decide-against) on this metric: its verdicts of record. */
+async function renderSequential(result) {
+  const view = await getJson(`/api/experiments/${encodeURIComponent(result.b)}/decisions`);
+  const found = view.decisions.filter((d) => d.metric === result.metric);
+  document.getElementById("compare-decisions").replaceChildren(...found.map((d) =>
+    el("li", { dataset: { verdict: d.verdict } }, el("strong", {}, Object.entries(d.params || {}).map(([k, v]) => `${k}=${fmtValue(v)}`).join(", ") || "the trial"), `: ${d.line}`)));
+  document.getElementById("compare-sequential").hidden = !found.length;
+}
+
 async function compare() {
   errorBox.hidden = true;
   const a = selectA.value, b = selectB.value;
@@ -153,6 +162,7 @@ async function compare() {
     renderTable(result, rows);
     renderReasons(rows);
     renderDifferences(result);
+    await renderSequential(result);
     document.getElementById("compare-older").hidden = !(result.a_created_at > result.b_created_at);
     section.hidden = false;
     section.dataset.ready = "1";

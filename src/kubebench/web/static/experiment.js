@@ -50,6 +50,7 @@ function render(exp) {
   document.getElementById("spec-view").textContent = exp.spec_text || "";
   drawPlots(exp, metric());
   drawServing(exp);
+  drawDecisions(exp);
   if (isLive(exp) && !events && !polling) follow();
   root.dataset.ready = "1";
 }
@@ -387,6 +388,35 @@ async function drawServing(exp) {
       await draw(boxes[i], { data: figure.data, layout: { ...layout, height: 380, margin: { ...layout.margin, b: 56 } } });
     }
     plots.dataset.rendered = "1";
+  } catch (error) {
+    showError(errorBox, error);
+  }
+}
+
+// ---- sequential decisions (run --decide-against): verdict, runs it took, change and its interval --
+let decisionsKey = "";
+
+async function drawDecisions(exp) {
+  const key = JSON.stringify(exp.runs_by_status || {});
+  if (key === decisionsKey) return; // nothing finished since the last drawing
+  decisionsKey = key;
+  try {
+    const view = await getJson(`${base}/decisions`);
+    const section = document.getElementById("decisions-section");
+    section.hidden = !view.decisions.length;
+    if (!view.decisions.length) return;
+    document.getElementById("decisions-summary").textContent =
+      `On ${view.metric} against ${view.against}: ${view.summary}`;
+    document.getElementById("decisions-design").textContent = `Sequential: ${view.design}`;
+    const names = [...new Set(view.decisions.flatMap((d) => Object.keys(d.params || {})))];
+    const swept = names.filter((n) => new Set(view.decisions.map((d) => JSON.stringify(d.params[n]))).size > 1);
+    const columns = [...swept, "verdict", "change", "runs", "base runs", "why"];
+    const body = el("tbody", {}, ...view.decisions.map((d) => el("tr", { dataset: { verdict: d.verdict } },
+      ...swept.map((n) => el("td", {}, fmtValue(d.params[n]))),
+      el("td", {}, badge(d.verdict)), el("td", {}, d.change_text), el("td", {}, d.runs_text),
+      el("td", {}, String(d.base_runs)), el("td", { class: "muted" }, d.reason))));
+    document.getElementById("decisions-table").replaceChildren(
+      el("thead", {}, el("tr", {}, ...columns.map((c) => el("th", {}, c)))), body);
   } catch (error) {
     showError(errorBox, error);
   }
