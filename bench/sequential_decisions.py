@@ -21,8 +21,8 @@ import random
 import time
 
 from kubebench.analyse.compare import compare
+from kubebench.capacity.search import Probe
 from kubebench.numerics.sequential import Design, decide
-from kubebench.serving.search import Probe
 from kubebench.spec.model import CapacitySearch
 from kubebench.testing.sequential import adaptive, fixed, sequential
 
