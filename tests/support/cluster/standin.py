@@ -354,13 +354,22 @@ class OperatorStandIn:
         return "".join(random.choices(string.ascii_lowercase + string.digits, k=5))
 
     def mpi_env(self, job: Tracked, role: str) -> dict[str, str]:
-        """What mpi-operator gives the launcher (and the training operator's MPIJob): a hostfile."""
-        workers = int(((job.obj["spec"].get("mpiReplicaSpecs") or {}).get("Worker") or {}).get("replicas", 0))
+        """What mpi-operator gives the launcher (and the training operator's MPIJob): a hostfile with
+        ``slotsPerWorker`` slots for each worker, and for the launcher when it runs as a worker
+        (``newConfigMap``; every host is this machine here), and v2beta1's launcher
+        ``OMPI_MCA_orte_set_default_slots`` (``newLauncherPodTemplate``)."""
+        spec = job.obj["spec"]
+        workers = int(((spec.get("mpiReplicaSpecs") or {}).get("Worker") or {}).get("replicas", 0))
+        slots = int(spec.get("slotsPerWorker") or 1)
+        hosts = workers + (1 if spec.get("runLauncherAsWorker") else 0)
         hostfile = self.logs / f"{job.namespace}_{job.name}.hostfile"
-        hostfile.write_text(f"localhost slots={max(1, workers)}\n")
-        return {"OMPI_MCA_orte_default_hostfile": str(hostfile), "OMPI_MCA_orte_keep_fqdn_hostnames": "true",
-                "OMPI_MCA_plm_rsh_args": "-o ConnectionAttempts=10", "OMPI_MCA_hwloc_base_binding_policy": "none",
-                "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "K_MPI_JOB_ROLE": role}
+        hostfile.write_text(f"localhost slots={max(1, hosts) * slots}\n")
+        env = {"OMPI_MCA_orte_default_hostfile": str(hostfile), "OMPI_MCA_orte_keep_fqdn_hostnames": "true",
+               "OMPI_MCA_plm_rsh_args": "-o ConnectionAttempts=10", "OMPI_MCA_hwloc_base_binding_policy": "none",
+               "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "K_MPI_JOB_ROLE": role}
+        if job.api_version == "kubeflow.org/v2beta1" and role == "launcher":
+            env["OMPI_MCA_orte_set_default_slots"] = str(slots)
+        return env
 
     # --- what the kubelet calls ---------------------------------------------------------------
 
