@@ -72,6 +72,12 @@ def test_each_replica_sees_its_own_gpus_when_the_machine_has_enough() -> None:
 def test_replicas_of_several_ranks_get_their_gpus_in_rank_order(tmp_path: Path) -> None:
     launches = plan_launches(manifest("PyTorchJob", 2, 2), tmp_path, devices=lambda: ["0", "1", "2", "3"])
     assert [launch.env["CUDA_VISIBLE_DEVICES"] for launch in launches] == ["0,1", "2,3"]
+    # a template leaving it to the operator (auto: a pod's every GPU): an equal share of this machine's each
+    template = manifest("TrainJob", 2, 1, (("gpu", "1"),))
+    del template["spec"]["trainer"]["numProcPerNode"]
+    launches = plan_launches(template, tmp_path, devices=lambda: ["0", "1"])
+    assert [(x.env["PET_NPROC_PER_NODE"], x.env["CUDA_VISIBLE_DEVICES"]) for x in launches] == [("auto", "0"), ("auto", "1")]
+    assert all("CUDA_VISIBLE_DEVICES" not in x.env for x in plan_launches(template, tmp_path, devices=lambda: ["0"]))
 
 
 SPEC = """

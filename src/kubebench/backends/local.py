@@ -148,8 +148,7 @@ def plan_launches(manifest: dict, config_dir: Path,
     groups = replica_groups(manifest)
     replicas = [(g, i) for g in groups for i in range(g.count)]
     given = operator_env(manifest, replicas, config_dir)
-    per_replica = processes_per_replica(manifest) if kind in ("PyTorchJob", "TrainJob") else 1
-    slices = device_slices(len(replicas), per_replica, devices() if per_replica > 1 else [])
+    slices = _own_gpus(manifest, given, len(replicas), devices) if kind in ("PyTorchJob", "TrainJob") else []
     launches = []
     for rank, (group, index) in enumerate(replicas):
         if kind == "MPIJob" and group.type == "worker":
@@ -164,6 +163,20 @@ def plan_launches(manifest: dict, config_dir: Path,
             env["CUDA_VISIBLE_DEVICES"] = slices[rank]
         launches.append(ReplicaLaunch(group.type, index, local_argv(argv), env))
     return launches
+
+
+def _own_gpus(manifest: dict, given: Callable[[int, str, int], dict[str, str]], replicas: int,
+              devices: Callable[[], list[str]]) -> list[str]:
+    """Each replica's GPUs when its ranks are torchrun's: ``processes_per_replica`` of them, or under
+    ``PET_NPROC_PER_NODE=auto`` (a pod's every GPU) an equal share of this machine's."""
+    per_replica = processes_per_replica(manifest)
+    if per_replica > 1:
+        return device_slices(replicas, per_replica, devices())
+    if replicas > 1 and given(0, "", 0).get("PET_NPROC_PER_NODE") == "auto":
+        found = devices()
+        share = len(found) // replicas
+        return [",".join(found[r * share:(r + 1) * share]) for r in range(replicas)] if share else []
+    return []
 
 
 def device_slices(replicas: int, per_replica: int, devices: list[str]) -> list[str]:
