@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ...errors import BackendError
@@ -15,7 +16,7 @@ from ..base import JobStatus
 from . import disruptions, objects, podgroup, status as st, timeline
 from .api import Resource
 from .cluster import Cluster
-from .handle import J, KindDriver
+from .handle import J, KindDriver, KubeJob
 from .informer import Informer
 from .stuck import StuckCheck
 from .watches import Watches
@@ -46,8 +47,7 @@ class ClusterDriver(KindDriver[J]):
     def timeline(self, handle: J) -> list[Boundary]:
         """The run's moments: what the watches saw, what its pods say, and their events (listed once
         per pod, now that the run is over: one API call each)."""
-        name_of = handle.logs.name_of if handle.logs is not None else st.replica_name
-        api, namespace = self.cluster.api, handle.namespace
+        name_of, api, namespace = _name_of(handle), self.cluster.api, handle.namespace
 
         def events(uid: str) -> list[dict[str, Any]]:
             try:
@@ -91,8 +91,7 @@ class ClusterDriver(KindDriver[J]):
         anything of the workload's own ended (see :mod:`.disruptions`); its peers' errors that follow
         are not the workload's. A pod merely deleted may be its operator's doing on suspension:
         the job is read again to tell."""
-        name_of = handle.logs.name_of if handle.logs is not None else st.replica_name
-        found = disruptions.cause(list(handle.seen.values()), handle.sightings, name_of, handle.main)
+        found = disruptions.cause(list(handle.seen.values()), handle.sightings, _name_of(handle), handle.main)
         if found is None:
             return None
         text, pod = found
@@ -161,8 +160,7 @@ class ClusterDriver(KindDriver[J]):
             self.watches.list_pods(handle)
             seen = list(handle.seen.values())
             text, code = st.failure_reason(reason, seen)
-        name_of = handle.logs.name_of if handle.logs is not None else st.replica_name
-        disrupted = disruptions.cause(seen, handle.sightings, name_of, handle.main)
+        disrupted = disruptions.cause(seen, handle.sightings, _name_of(handle), handle.main)
         if disrupted:  # the cluster stopped a pod first: the infrastructure failed, not the workload
             return JobStatus("failed", code, f"{disrupted[0]}; job failed: {reason}", infrastructure=True)
         if code is None and handle.problems.seen:
@@ -188,3 +186,8 @@ class ClusterDriver(KindDriver[J]):
         if api.delete(resource, namespace, name, "Foreground"):
             log.warning("deleted %s %s/%s, left running by an earlier attempt", resource.kind, namespace, name)
             objects.wait_gone(api, resource, namespace, name)
+
+
+def _name_of(handle: KubeJob) -> Callable[[dict[str, Any]], str]:
+    """How the run names a pod's replica (as its logs are named)."""
+    return handle.logs.name_of if handle.logs is not None else st.replica_name
