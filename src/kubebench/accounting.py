@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from .collect.cost import Held, cost_metrics, energy_per_item, hourly_rate
 from .errors import SpecError
 from .render.kinds import TRAINER_NODE, replica_groups
+from .render.pods import cpu_quantity
 from .spec.efficiency import load_prices
 
 if TYPE_CHECKING:
@@ -23,7 +24,9 @@ COST_KEY, NO_COST_KEY = "cost_basis", "cost_unavailable"
 
 
 def requested(manifest: dict[str, Any]) -> tuple[int, float]:
-    """GPUs and CPU cores the manifest asks for (limits, else requests), over all replicas."""
+    """GPUs and CPU cores the manifest's pods ask for, over all replicas, as the scheduler (and
+    Kueue's quota) counts them: each resource's request, else its limit (an MPIJob's launcher asks
+    for a little CPU and no GPU: the workers' GPUs are the ranks')."""
     gpus, cores = 0, 0.0
     for group in replica_groups(manifest):
         containers = (group.template.get("spec") or {}).get("containers") or []
@@ -31,19 +34,10 @@ def requested(manifest: dict[str, Any]) -> tuple[int, float]:
         if group.type == TRAINER_NODE:  # a TrainJob's sizes are the trainer's, per node
             resources = [((manifest.get("spec") or {}).get("trainer") or {}).get("resourcesPerNode") or {}]
         for r in resources:
-            amounts = {**(r.get("requests") or {}), **(r.get("limits") or {})}
+            amounts = {**(r.get("limits") or {}), **(r.get("requests") or {})}
             gpus += group.count * sum(int(amounts.get(k, 0)) for k in GPU_RESOURCES)
             cores += group.count * cpu_quantity(amounts.get("cpu", 0))
     return gpus, cores
-
-
-def cpu_quantity(value: object) -> float:
-    """A Kubernetes CPU quantity (``2``, ``"500m"``, ``"1.5"``) in cores."""
-    text = str(value).strip()
-    try:
-        return float(text[:-1]) / 1000 if text.endswith("m") else float(text)
-    except ValueError:
-        return 0.0
 
 
 def held_by(manifest: dict[str, Any], provenance: dict[str, Any], machine_local: bool) -> Held:

@@ -29,6 +29,7 @@ from .monitor.reporters import report_run
 from .output_files import open_output
 from .paths import RunPaths
 from .provenance import workload
+from .render.kinds import processes_per_replica
 from .storage.runs import run_location, shared_storage, upload_run, write_run_record
 from .store.records import RunResult
 from .timeline import Boundary, phases, workload_window
@@ -261,8 +262,12 @@ def _release(backend: Backend[H, Any], handle: H) -> None:
 
 
 def _provenance(experiment: Experiment, backend: Backend[H, Any], job: RenderedJob, handle: H | None) -> dict:
-    """Where the backend ran the job (machine, node, image …), the workload's commit, the backend."""
+    """Where the backend ran the job (machine, node, image …), the workload's commit, the backend,
+    and the ranks each replica started when more than one (``processes_per_replica``)."""
     data = {**workload(job.workdir), "backend": experiment.loaded.spec.backend.kind}
+    per_replica = processes_per_replica(job.manifest)
+    if per_replica > 1:
+        data["processes_per_replica"] = per_replica
     if handle is not None:
         try:
             data.update(backend.provenance(handle))

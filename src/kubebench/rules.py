@@ -32,6 +32,9 @@ REPLICA_ORDER = ("master", "chief", "launcher", "worker", "node", "ps", "evaluat
 #: The (Cluster)TrainingRuntime a TrainJob runs on unless the spec's ``job.runtime`` names another.
 DEFAULT_RUNTIME = "torch-distributed"
 
+#: ``job.processes_per_replica`` by default: one process per GPU a replica requests, else one.
+AUTO_PROCESSES = "auto"
+
 #: Parameter names that hold a number of workers: what scaling studies sweep.
 WORKER_PARAMETER = re.compile(r"^(n_?|num_?)?(workers?|replicas?|nodes?|gpus?|processes|procs|world_size|ranks?|np)$",
                               re.IGNORECASE)

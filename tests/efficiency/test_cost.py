@@ -6,15 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from kubebench.accounting import (
-    account,
-    cpu_quantity,
-    held_by,
-    requested,
-    steady_mfu,
-)
+from kubebench.accounting import account, held_by, requested, steady_mfu
 from kubebench.collect.cost import Held, cost_metrics, energy_per_item, hourly_rate
 from kubebench.errors import SpecError
+from kubebench.render.kinds import JobShape, build_manifest
+from kubebench.render.pods import cpu_quantity
 from kubebench.rules import default_goal
 from kubebench.spec.efficiency import Prices, PriceTable, load_prices
 from kubebench.spec.load import load_spec
@@ -69,6 +65,16 @@ def test_resources_requested_by_each_kind_of_manifest() -> None:
     assert requested(trainjob) == (8, 64.0)
     assert requested({"kind": "Process", "spec": {"replicas": 2, "template": {"spec": {"containers": [{}]}}}}) == (0, 0)
     assert cpu_quantity("250m") == 0.25 and cpu_quantity("x") == 0.0
+
+
+def test_an_mpijob_holds_its_workers_gpus_and_what_its_pods_request() -> None:
+    """H-A: the launcher runs no rank; the GPUs held are the workers' (2 × 8), and a request is what
+    the scheduler and Kueue's quota count, whatever the limit."""
+    shape = JobShape("MPIJob", 2, "img", ("python", "train.py"), (), (("gpu", "8"), ("cpu", "16")), processes=8)
+    assert requested(build_manifest(shape, "kb-mpi", {}, 60)) == (16, 32.25)
+    limited = {"kind": "Job", "spec": {"completions": 2, "template": {"spec": {"containers": [
+        {"resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "8", "nvidia.com/gpu": "1"}}}]}}}}
+    assert requested(limited) == (2, 4.0)
 
 
 def test_a_local_run_that_requests_nothing_holds_the_machine() -> None:

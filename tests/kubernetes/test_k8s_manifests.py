@@ -122,8 +122,8 @@ def test_every_replica_gets_the_env_the_ids_the_resources_and_a_deadline(tmp_pat
         assert env["KUBEBENCH_EXP_PATH"] == f"/mnt/kb/experiments/{EXP}/{run_id}"
         assert env["KUBEBENCH_DATA_ROOT"] == "/mnt/kb/data" and env["LR"] == "0.1"
     amounts = {"cpu": "2", "memory": "4Gi", "nvidia.com/gpu": "1"}
-    resources = manifest["spec"]["trainer"]["resourcesPerNode"] if kind == "TrainJob" else containers_of(manifest)[0]["resources"]
-    assert resources == {"requests": amounts, "limits": amounts}
+    resources = manifest["spec"]["trainer"]["resourcesPerNode"] if kind == "TrainJob" else containers_of(manifest)[-1]["resources"]
+    assert resources == {"requests": amounts, "limits": amounts}  # (an MPIJob's worker: its launcher runs no rank)
     spec = manifest["spec"]
     assert (spec.get("runPolicy") or spec)["activeDeadlineSeconds"] == 1320  # after kubebench's own 20m
 
@@ -248,6 +248,47 @@ def test_the_validators_catch_mistakes() -> None:
 def test_process_kind_cannot_run_on_kubernetes(tmp_path: Path) -> None:
     with pytest.raises(SpecError, match="job kind 'Process'.*cannot run on Kubernetes"):
         rendered(tmp_path, shorthand("Process", 1))
+
+
+GPU8 = """
+name: gpu8
+job:
+  kind: %s
+  workers: 2
+  image: registry.example/train:1
+  command: [python, -m, kubebench.workloads.cnn, --model, resnet50]
+  resources: {gpu: 8}
+"""
+
+
+@pytest.mark.parametrize("kind", ["PyTorchJob", "TrainJob", "MPIJob"])
+def test_render_of_two_8_gpu_workers_shows_8_processes_per_pod_and_a_launcher_without_gpus(
+        tmp_path: Path, monkeypatch, kind: str) -> None:
+    monkeypatch.setenv("KUBEBENCH_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))
+    (tmp_path / "spec.yaml").write_text(GPU8 % kind)
+    result = CliRunner().invoke(app, ["render", str(tmp_path / "spec.yaml"), "--backend", "kubernetes"])
+    assert result.exit_code == 0, result.output
+    (doc,) = [d for d in yaml.safe_load_all(result.output) if d]
+    assert errors_of(doc) == []  # strict, against the vendored CRD
+    spec, cnn = doc["spec"], ["-m", "kubebench.workloads.cnn", "--model", "resnet50"]
+    if kind == "PyTorchJob":  # two pods (the master and a worker), each torchrun with 8 ranks
+        assert spec["nprocPerNode"] == "8"
+        for rtype in ("Master", "Worker"):
+            (container,) = spec["pytorchReplicaSpecs"][rtype]["template"]["spec"]["containers"]
+            assert container["command"] == ["torchrun", "--nproc-per-node=8", *cnn]
+            assert container["resources"]["limits"] == {"nvidia.com/gpu": "8"}
+    elif kind == "TrainJob":
+        trainer = spec["trainer"]
+        assert (trainer["numNodes"], trainer["numProcPerNode"]) == (2, 8)
+        assert trainer["command"] == ["torchrun", "--nproc-per-node=8", *cnn]
+    else:  # 16 ranks over 2 workers of 8 slots; the launcher runs none and holds no GPU
+        assert spec["slotsPerWorker"] == 8 and spec["mpiReplicaSpecs"]["Worker"]["replicas"] == 2
+        (launcher,) = spec["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"]
+        assert launcher["command"] == ["mpirun", "-np", "16", "python", *cnn]
+        assert launcher["resources"] == {"requests": {"cpu": "250m", "memory": "256Mi"}}
+        (worker,) = spec["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"]
+        assert worker["resources"]["limits"] == {"nvidia.com/gpu": "8"}
 
 
 def test_data_outside_the_claim_is_refused(tmp_path: Path) -> None:
@@ -386,7 +427,8 @@ def test_job_fields_added_for_kubernetes_keep_the_fingerprints_of_older_specs(tm
     (tmp_path / "spec.yaml").write_text("name: b\njob: {kind: Job, workers: 2, command: [echo]}\n")
     loaded = load_spec(tmp_path / "spec.yaml")
     before = {k: v for k, v in loaded.spec.job.model_dump().items()
-              if k not in ("node_selector", "tolerations", "mpi_api_version", "server", "runtime", "gang", "topology")}
+              if k not in ("node_selector", "tolerations", "mpi_api_version", "server", "runtime", "gang", "topology",
+                           "processes_per_replica")}
     assert job_fingerprint(loaded) == digest(before, None)  # what it was before these fields existed
     (tmp_path / "spec.yaml").write_text("name: b\njob: {kind: Job, workers: 2, command: [echo], node_selector: {a: b}}\n")
     assert job_fingerprint(load_spec(tmp_path / "spec.yaml")) != digest(before, None)
@@ -397,6 +439,8 @@ def test_job_fields_added_for_kubernetes_keep_the_fingerprints_of_older_specs(tm
                                         "gang: {scheduler: volcano}}\n")
     ganged = load_spec(tmp_path / "spec.yaml")
     assert job_fingerprint(ganged) != digest({**before, "kind": "PyTorchJob"}, None)  # a gang is another job
+    (tmp_path / "spec.yaml").write_text("name: b\njob: {kind: Job, workers: 2, command: [echo], processes_per_replica: 1}\n")
+    assert job_fingerprint(load_spec(tmp_path / "spec.yaml")) != digest(before, None)  # said: another job
 
 
 def test_in_the_cluster_job_pods_run_from_the_spec_folder_of_the_configmap(tmp_path: Path, monkeypatch) -> None:

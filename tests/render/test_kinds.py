@@ -126,8 +126,12 @@ def test_resources_go_to_requests_and_limits_with_gpu_translated(tmp_path: Path,
     if kind == "TrainJob":
         assert job.manifest["spec"]["trainer"]["resourcesPerNode"] == {"requests": amounts, "limits": amounts}
         return
-    for container in containers(job.manifest):
-        assert container["resources"] == {"requests": amounts, "limits": amounts}
+    for rtype, template in pod_templates(job.manifest).items():
+        for container in template["spec"]["containers"]:
+            if rtype == "Launcher":  # mpi-operator's launcher runs no rank: a little CPU and memory, never a GPU
+                assert container["resources"] == {"requests": {"cpu": "250m", "memory": "256Mi"}}
+            else:
+                assert container["resources"] == {"requests": amounts, "limits": amounts}
 
 
 def test_no_resources_key_without_resources(tmp_path: Path) -> None:

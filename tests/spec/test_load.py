@@ -284,6 +284,7 @@ def test_unknown_job_key_lists_job_keys(tmp_path: Path) -> None:
     message = load_error(path)
     assert message.startswith(f"{path}:4:3: job.replicas: unknown key")
     assert allowed(message) == ["command", "env", "gang", "image", "kind", "mpi_api_version", "node_selector",
+                                "processes_per_replica",
                                 "resources", "runtime", "server", "template", "tolerations", "topology", "workers",
                                 "working_dir"]
 

@@ -7,12 +7,13 @@ Each job kind has its driver (see :mod:`.processes`): :class:`ReplicaJobs` for t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import BackendError
 from ..paths import RunPaths
-from ..render.kinds import replica_groups
+from ..render.kinds import processes_per_replica, replica_groups
 from ..spec.base import PluginConfig
 from ..timeline import Boundary
 from . import orphans
@@ -28,6 +29,7 @@ from .processes import (
     local_argv,
     main_container,
     start_error,
+    visible_gpus,
 )
 from .serving import ServingJobs
 
@@ -137,12 +139,16 @@ class LocalBackend(Backend[LocalJob, LocalConfig]):
         orphans.stop({str(paths.run) for _, paths in leftovers})
 
 
-def plan_launches(manifest: dict, config_dir: Path) -> list[ReplicaLaunch]:
-    """The processes that emulate the operator of ``manifest``'s kind on this machine."""
+def plan_launches(manifest: dict, config_dir: Path,
+                  devices: Callable[[], list[str]] = visible_gpus) -> list[ReplicaLaunch]:
+    """The processes that emulate the operator of ``manifest``'s kind on this machine. Replicas that
+    start several ranks through torchrun each see their own GPUs (``CUDA_VISIBLE_DEVICES``), as pods
+    do, when this machine has enough of them (``devices()``: the GPUs it shows)."""
     kind = manifest.get("kind")
     groups = replica_groups(manifest)
     replicas = [(g, i) for g in groups for i in range(g.count)]
     given = operator_env(manifest, replicas, config_dir)
+    slices = _own_gpus(manifest, given, len(replicas), devices) if kind in ("PyTorchJob", "TrainJob") else []
     launches = []
     for rank, (group, index) in enumerate(replicas):
         if kind == "MPIJob" and group.type == "worker":
@@ -153,5 +159,29 @@ def plan_launches(manifest: dict, config_dir: Path) -> list[ReplicaLaunch]:
             raise BackendError(f"{group.type}-{index}: no command; the local backend cannot run an image's entrypoint")
         env = {**container_env(container), **given(rank, group.type, index)}
         env |= {"KUBEBENCH_REPLICA_TYPE": group.type, "KUBEBENCH_REPLICA_INDEX": str(index)}
+        if slices:
+            env["CUDA_VISIBLE_DEVICES"] = slices[rank]
         launches.append(ReplicaLaunch(group.type, index, local_argv(argv), env))
     return launches
+
+
+def _own_gpus(manifest: dict, given: Callable[[int, str, int], dict[str, str]], replicas: int,
+              devices: Callable[[], list[str]]) -> list[str]:
+    """Each replica's GPUs when its ranks are torchrun's: ``processes_per_replica`` of them, or under
+    ``PET_NPROC_PER_NODE=auto`` (a pod's every GPU) an equal share of this machine's."""
+    per_replica = processes_per_replica(manifest)
+    if per_replica > 1:
+        return device_slices(replicas, per_replica, devices())
+    if replicas > 1 and given(0, "", 0).get("PET_NPROC_PER_NODE") == "auto":
+        found = devices()
+        share = len(found) // replicas
+        return [",".join(found[r * share:(r + 1) * share]) for r in range(replicas)] if share else []
+    return []
+
+
+def device_slices(replicas: int, per_replica: int, devices: list[str]) -> list[str]:
+    """``CUDA_VISIBLE_DEVICES`` of each replica: ``per_replica`` of ``devices`` each, in rank order;
+    none when one process each (they pick ``cuda:LOCAL_RANK``) or when there are too few to share out."""
+    if per_replica < 2 or len(devices) < replicas * per_replica:
+        return []
+    return [",".join(devices[r * per_replica:(r + 1) * per_replica]) for r in range(replicas)]

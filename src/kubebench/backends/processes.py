@@ -217,12 +217,37 @@ def local_argv(argv: tuple[str, ...]) -> tuple[str, ...]:
     # The image's `python` is this interpreter locally, so that workloads see kubebench's packages.
     if argv[0] in ("python", "python3"):
         return (sys.executable, *argv[1:])
-    if argv[0] in ("mpirun", "mpiexec"):
-        # An MPI launcher's program is the first bare `python` after its options (`mpirun -np 2 python …`).
+    if argv[0] == "torchrun":  # this interpreter's torchrun, which runs a script or module with it
+        argv = (sys.executable, "-m", "torch.distributed.run", *argv[1:])
+    if argv[0] in ("mpirun", "mpiexec") or "--no-python" in argv:
+        # A launcher's program is the first bare `python` after its options (`mpirun -np 2 python …`,
+        # `torchrun --no-python python …`).
         first = next((i for i, a in enumerate(argv) if a in ("python", "python3")), None)
         if first is not None:
             return (*argv[:first], sys.executable, *argv[first + 1:])
     return argv
+
+
+def visible_gpus() -> list[str]:
+    """The GPUs processes started here may use: ``CUDA_VISIBLE_DEVICES`` when set, else every GPU
+    NVML sees (none without a driver or nvidia-ml-py)."""
+    given = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if given is not None:
+        return [d.strip() for d in given.split(",") if d.strip()]
+    try:
+        import pynvml
+    except ImportError:
+        return []
+    try:
+        pynvml.nvmlInit()
+    except (pynvml.NVMLError, OSError):
+        return []
+    try:
+        return [str(i) for i in range(pynvml.nvmlDeviceGetCount())]
+    except pynvml.NVMLError:
+        return []
+    finally:
+        pynvml.nvmlShutdown()
 
 
 def free_port() -> int:

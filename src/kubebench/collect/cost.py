@@ -5,8 +5,9 @@
 ``hours`` is the time the workload ran: from its first container (or process) start to the end of its
 last, as the run's timeline says (:mod:`kubebench.timeline`), not the time it waited in a queue, for a
 node or for its image before (without a timeline: from admission to the end of the job). What the run
-held: the GPUs and CPU cores its manifest requests (limits, else requests) times each replica type's
-count; a local run that requests none holds the machine's GPUs and usable CPUs. Per item, at the
+held: the GPUs and CPU cores its pods request (each request, else its limit, as the scheduler counts
+them) times each replica type's count; a local run that requests none holds the machine's GPUs and
+usable CPUs. Per item, at the
 measured throughput (what the items cost in a long run, without start-up):
 
     usd_per_million_tokens   = USD per second / tokens_per_sec × 10⁶

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..errors import SpecError
 from ..plan.plan import Run, digest
+from ..rules import AUTO_PROCESSES
 from ..spec.model import JOB_KINDS, OBJECT_NAME, JobSpec, LoadedSpec, env_name
 from . import gang, kinds
 from .templating import render_string, render_template_file
@@ -35,7 +36,8 @@ class RenderedJob:
 
 #: Job fields added after the first release: they count in the fingerprint only when set, so that
 #: experiments planned before they existed keep their ids and still resume.
-_LATER_FIELDS = ("node_selector", "tolerations", "mpi_api_version", "server", "runtime", "gang", "topology")
+_LATER_FIELDS = ("node_selector", "tolerations", "mpi_api_version", "server", "runtime", "gang", "topology",
+                 "processes_per_replica")
 
 
 def job_fingerprint(loaded: LoadedSpec) -> str:
@@ -145,19 +147,38 @@ def resolve_shorthand(job: JobSpec, context: dict[str, Any], run: Run) -> kinds.
         raise SpecError(f"job.workers (trial {trial}): must be at least 1, got {workers}")
     if data["kind"] not in JOB_KINDS:
         raise SpecError(f"job.kind (trial {trial}): unknown job kind {data['kind']!r}; valid: {', '.join(JOB_KINDS)}")
+    resources = tuple((k, _text(v)) for k, v in data["resources"].items())
+    runtime = _runtime(data["runtime"], trial)
     return kinds.JobShape(
         kind=data["kind"],
         workers=workers,
         image=data["image"],
         command=tuple(data["command"]),
         env=tuple((k, _text(v)) for k, v in data["env"].items()),
-        resources=tuple((k, _text(v)) for k, v in data["resources"].items()),
+        resources=resources,
         node_selector=tuple((k, _text(v)) for k, v in data["node_selector"].items()),
         tolerations=tuple(data["tolerations"]),
         mpi_api_version=data["mpi_api_version"],
         server=_server_shape(data["server"], trial) if data.get("server") else None,
-        runtime=_runtime(data["runtime"], trial),
+        runtime=runtime,
+        processes=_processes(str(data["processes_per_replica"]), data["kind"], resources, runtime, trial),
     )
+
+
+def _processes(value: str, kind: str, resources: tuple[tuple[str, str], ...], runtime: str, trial: str) -> int:
+    """``job.processes_per_replica`` for a trial: ``auto`` is the GPUs a replica requests (else 1);
+    only the kinds that start ranks per pod take more than one (see ``kinds.takes_processes``)."""
+    many = kinds.takes_processes(kind, runtime)
+    if value == AUTO_PROCESSES:
+        return max(1, kinds.gpus(resources)) if many else 1
+    if not value.isdigit() or int(value) < 1:
+        raise SpecError(f"job.processes_per_replica (trial {trial}): {value!r} is not a number of processes "
+                        "(at least 1) or 'auto'")
+    if int(value) > 1 and not many:
+        what = f"kind: {kind}" + (f" on runtime {runtime!r}" if kind == "TrainJob" else "")
+        raise SpecError(f"job.processes_per_replica (trial {trial}): {what} runs one process per replica; "
+                        "several per replica are started for PyTorchJob, MPIJob and TrainJob on a torch runtime")
+    return int(value)
 
 
 def _runtime(name: str, trial: str) -> str:

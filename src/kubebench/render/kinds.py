@@ -18,8 +18,8 @@ from typing import Any
 from ..errors import SpecError
 from ..rules import replica_rank
 from . import kubeflow, serving, trainjob
-from .pods import JobShape, active_deadline, container as _make_container, pod as _pod
-from .trainjob import PATCH_MANAGER as PATCH_MANAGER, TRAINER_NODE
+from .pods import JobShape, active_deadline, container as _make_container, gpus as gpus, pod as _pod
+from .trainjob import PATCH_MANAGER as PATCH_MANAGER, TRAINER_NODE, policy_of
 
 Manifest = dict[str, Any]
 LABEL_PREFIX = "kubebench.io/"
@@ -36,6 +36,25 @@ class ReplicaGroup:
 
 _REPLICA_FIELDS = kubeflow.REPLICA_FIELDS
 _CONTAINER_NAMES = {**kubeflow.CONTAINER_NAMES, "Job": "main", "Process": "main", "Serving": serving.LOAD}
+
+
+#: The kinds whose replicas may start several processes (ranks) each: torchrun's and mpirun's.
+MULTI_PROCESS_KINDS = ("PyTorchJob", "MPIJob", "TrainJob")
+
+
+def takes_processes(kind: str, runtime: str) -> bool:
+    """Whether a replica of ``kind`` (a TrainJob: on ``runtime``) may start several ranks."""
+    return kind in MULTI_PROCESS_KINDS and (kind != "TrainJob" or policy_of(runtime) == "torch")
+
+
+def processes_per_replica(manifest: Manifest) -> int:
+    """The ranks each replica of ``manifest`` starts, as its operator is told: a PyTorchJob's
+    ``nprocPerNode``, a TrainJob's ``numProcPerNode``, an MPIJob's ``slotsPerWorker``; 1 otherwise
+    (and when the field is not a number, e.g. ``auto``)."""
+    spec = manifest.get("spec") or {}
+    value = {"PyTorchJob": spec.get("nprocPerNode"), "MPIJob": spec.get("slotsPerWorker"),
+             "TrainJob": (spec.get("trainer") or {}).get("numProcPerNode")}.get(str(manifest.get("kind")))
+    return int(str(value)) if str(value).isdigit() and int(str(value)) > 0 else 1
 
 
 def build_manifest(job: JobShape, name: str, labels: dict[str, str], timeout: float) -> Manifest:

@@ -15,7 +15,11 @@ layout its operator expects (see docs/kubernetes-conformance.md):
   (``launcherCreationPolicy: WaitForWorkersReady``: their hostnames resolve only then) and the
   workers run an SSH server (``/usr/sbin/sshd -De``, as the Dockerfile's ``mpi`` target does); v1
   (training-operator) workers sleep, as its launcher execs into them. ``cleanPodPolicy: Running``
-  stops the workers, which never end by themselves, once the launcher has.
+  stops the workers, which never end by themselves, once the launcher has. The launcher runs no
+  rank (mpi-operator's ``runLauncherAsWorker`` is off): it asks for a small CPU and memory only;
+- several processes per replica (``job.processes_per_replica``): a PyTorchJob starts them through
+  ``torchrun --nproc-per-node`` with ``nprocPerNode`` set (the operator counts it in ``WORLD_SIZE``),
+  an MPIJob through ``slotsPerWorker`` and ``mpirun -np workers × slots``.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import SpecError
-from .pods import MPI_API_VERSIONS, JobShape, replica, run_policy
+from .pods import MPI_API_VERSIONS, JobShape, replica, run_policy, torchrun
 
 REPLICA_FIELDS = {
     "PyTorchJob": "pytorchReplicaSpecs",
@@ -37,6 +41,8 @@ CONTAINER_NAMES = {"PyTorchJob": "pytorch", "TFJob": "tensorflow", "MPIJob": "mp
 #: What an MPI worker runs: mpi-operator v2 reaches the ranks over SSH; training-operator v1 execs.
 MPI_WORKER_COMMANDS = {"kubeflow.org/v2beta1": ["/usr/sbin/sshd", "-De"], "kubeflow.org/v1": ["sleep", "infinity"]}
 Built = tuple[str, str, dict[str, Any]]
+#: An MPIJob launcher's requests: mpirun and one SSH client per worker.
+LAUNCHER_REQUESTS = {"cpu": "250m", "memory": "256Mi"}
 
 
 def _master_and_workers(job: JobShape, container: dict) -> dict[str, Any]:
@@ -47,8 +53,12 @@ def _master_and_workers(job: JobShape, container: dict) -> dict[str, Any]:
 
 
 def pytorch(job: JobShape, container: dict, deadline: int) -> Built:
-    """PyTorchJob: a Master (rank 0) and N-1 Workers."""
-    spec = {"pytorchReplicaSpecs": _master_and_workers(job, container), "runPolicy": run_policy(deadline)}
+    """PyTorchJob: a Master (rank 0) and N-1 Workers, each starting ``job.processes`` ranks through
+    torchrun (``nprocPerNode``: the operator gives it as ``PET_NPROC_PER_NODE`` and counts it in
+    ``WORLD_SIZE``; its default, ``auto``, would leave the number to torchrun)."""
+    container = {**container, "command": torchrun(job.command, job.processes)}
+    spec = {"nprocPerNode": str(job.processes), "pytorchReplicaSpecs": _master_and_workers(job, container),
+            "runPolicy": run_policy(deadline)}
     return "kubeflow.org/v1", "PyTorchJob", spec
 
 
@@ -71,18 +81,28 @@ def xgboostjob(job: JobShape, container: dict, deadline: int) -> Built:
 
 
 def mpijob(job: JobShape, container: dict, deadline: int) -> Built:
-    """MPIJob: the launcher runs mpirun; the workers host the ranks mpirun starts (both operators)."""
+    """MPIJob: the launcher runs mpirun; the workers host the ranks mpirun starts (both operators),
+    ``job.processes`` on each (``slotsPerWorker``, the slots of each worker in the hostfile). The
+    launcher runs no rank: it asks for a little CPU and memory only, never the workers' GPUs."""
     if job.mpi_api_version not in MPI_API_VERSIONS:
         raise SpecError(f"job.mpi_api_version: {job.mpi_api_version!r} is not one of {', '.join(MPI_API_VERSIONS)}")
-    launcher = {**container, "command": ["mpirun", "-np", str(job.workers), *job.command]}
+    ranks = job.workers * job.processes
+    launcher = {k: v for k, v in container.items() if k != "resources"}
+    launcher |= {"command": ["mpirun", "-np", str(ranks), *job.command], "resources": launcher_resources()}
     worker = {**container, "command": list(MPI_WORKER_COMMANDS[job.mpi_api_version])}
-    spec: dict[str, Any] = {"slotsPerWorker": 1, "runPolicy": run_policy(deadline, "Running")}
+    spec: dict[str, Any] = {"slotsPerWorker": job.processes, "runPolicy": run_policy(deadline, "Running")}
     if job.mpi_api_version == "kubeflow.org/v2beta1":
         # mpi-operator passes runPolicy.backoffLimit to the launcher Job (default 6 retries of mpirun).
         spec["runPolicy"]["backoffLimit"] = 0
         spec["launcherCreationPolicy"] = "WaitForWorkersReady"
     spec["mpiReplicaSpecs"] = {"Launcher": replica(1, launcher, job), "Worker": replica(job.workers, worker, job)}
     return job.mpi_api_version, "MPIJob", spec
+
+
+def launcher_resources() -> dict[str, Any]:
+    """What an MPIJob launcher asks for: mpirun and its SSH clients (mpi-operator hides the node's
+    GPUs from it, ``NVIDIA_VISIBLE_DEVICES=""``, unless it runs as a worker)."""
+    return {"requests": dict(LAUNCHER_REQUESTS)}
 
 
 BUILDERS = {"PyTorchJob": pytorch, "TFJob": tfjob, "JAXJob": jaxjob, "XGBoostJob": xgboostjob, "MPIJob": mpijob}

@@ -22,6 +22,10 @@ from . import serving
 #: The job's activeDeadlineSeconds exceeds the run's timeout by this much (seconds, or share of it).
 DEADLINE_MARGIN_S, DEADLINE_MARGIN_SHARE = 60, 0.1
 MPI_API_VERSIONS = ("kubeflow.org/v2beta1", "kubeflow.org/v1")
+#: How the shorthand's ``resources`` names GPUs (``gpu`` is ``nvidia.com/gpu``).
+GPU_KEYS = ("gpu", "nvidia.com/gpu", "amd.com/gpu")
+#: Commands that are torchrun already.
+TORCHRUN = ("torchrun",)
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,8 @@ class JobShape:
     server: serving.ServerShape | None = None
     #: ``kind: TrainJob``: the (Cluster)TrainingRuntime it runs on.
     runtime: str = DEFAULT_RUNTIME
+    #: Processes (ranks) each replica starts (``job.processes_per_replica`` resolved: see :func:`processes`).
+    processes: int = 1
 
 
 def container(job: JobShape, name: str) -> dict[str, Any]:
@@ -53,6 +59,41 @@ def container(job: JobShape, name: str) -> dict[str, Any]:
         amounts = {("nvidia.com/gpu" if k == "gpu" else k): v for k, v in job.resources}
         spec["resources"] = {"requests": dict(amounts), "limits": dict(amounts)}
     return spec
+
+
+def gpus(resources: tuple[tuple[str, str], ...]) -> int:
+    """The GPUs one replica asks for in the shorthand's ``resources`` (0 when none, or not a number)."""
+    for key, value in resources:
+        if key in GPU_KEYS:
+            try:
+                return max(0, int(float(value)))
+            except ValueError:
+                return 0  # not a count: the API server says so
+    return 0
+
+
+def torchrun(command: tuple[str, ...], processes: int) -> list[str]:
+    """``command`` started as ``processes`` ranks of one pod by ``torchrun --nproc-per-node``, which
+    takes the nodes, this node's rank and rank 0's address from the operator's ``PET_*`` variables
+    (training-operator v1's PyTorchJob and Trainer's torch plugin give them). A command that is
+    torchrun already is left as written (it reads ``PET_NPROC_PER_NODE`` itself), and so is one rank."""
+    if processes == 1 or command[0] in TORCHRUN or command[:3] == ("python", "-m", "torch.distributed.run"):
+        return list(command)
+    head = ["torchrun", f"--nproc-per-node={processes}"]
+    if command[0] in ("python", "python3") and len(command) > 2 and command[1] == "-m":
+        return [*head, "-m", *command[2:]]  # torchrun runs a module with its own interpreter
+    if command[0] in ("python", "python3") and len(command) > 1 and not command[1].startswith("-"):
+        return [*head, *command[1:]]  # and a script
+    return [*head, "--no-python", *command]
+
+
+def cpu_quantity(value: object) -> float:
+    """A Kubernetes CPU quantity (``2``, ``"500m"``, ``"1.5"``) in cores."""
+    text = str(value).strip()
+    try:
+        return float(text[:-1]) / 1000 if text.endswith("m") else float(text)
+    except ValueError:
+        return 0.0
 
 
 def scheduling(job: JobShape) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import SpecError
-from .pods import DEFAULT_RUNTIME, JobShape, scheduling
+from .pods import DEFAULT_RUNTIME, JobShape, scheduling, torchrun
 
 #: The `manager` of the TrainJob runtime patch through which kubebench reaches the pods.
 PATCH_MANAGER = "kubebench.io/kubebench"
@@ -49,6 +49,10 @@ def build(job: JobShape, container: dict, deadline: int) -> tuple[str, str, dict
                         "per GPU (DMLC_NUM_WORKER = nodes x GPUs) but a node runs its command once, so the tracker "
                         "would wait for workers that never come; give each node one GPU and more workers")
     trainer: dict[str, Any] = {"image": job.image, "command": list(job.command), "numNodes": job.workers}
+    if policy_of(job.runtime) == "torch":
+        # Trainer's torch plugin gives the number as PET_NPROC_PER_NODE (unset, it gives "auto" with GPUs
+        # and the CPU count without); torchrun starts that many ranks on each node.
+        trainer |= {"command": torchrun(job.command, job.processes), "numProcPerNode": job.processes}
     if "env" in container:
         trainer["env"] = container["env"]
     if "resources" in container:

@@ -13,7 +13,7 @@ from pydantic import AfterValidator, ConfigDict, Discriminator, Field, Tag, fiel
 
 from .. import METRIC_NAME, registry
 from ..durations import parse_duration
-from ..rules import DEFAULT_RUNTIME
+from ..rules import AUTO_PROCESSES, DEFAULT_RUNTIME
 from .base import Model, PluginConfig
 from .data import DataSpec
 from .efficiency import Prices, Reference
@@ -103,6 +103,10 @@ class JobSpec(Model):
     gang: GangSpec | None = None
     #: Kubernetes with Kueue: place each replica type's pods within one topology domain; see ``spec.gang``.
     topology: TopologySpec | None = None
+    #: Processes (ranks) each replica starts: ``auto`` (the GPUs a replica requests, else 1) or a
+    #: number. PyTorchJob and TrainJob start them through ``torchrun --nproc-per-node``, an MPIJob
+    #: through ``slotsPerWorker``; the other kinds run one process per replica.
+    processes_per_replica: Union[int, str] = AUTO_PROCESSES
 
     @field_validator("command", mode="before")
     @classmethod
@@ -111,6 +115,14 @@ class JobSpec(Model):
         if isinstance(value, list):
             return [v if isinstance(v, str) else _scalar_text(v) for v in value]
         return value
+
+    @field_validator("processes_per_replica")
+    @classmethod
+    def _processes(cls, value: int | str) -> int | str:
+        text = str(value)
+        if text == AUTO_PROCESSES or "{{" in text or (text.isdigit() and int(text) >= 1):
+            return value
+        raise ValueError(f"{value!r} is not a number of processes (at least 1) or 'auto'")
 
     @field_validator("kind")
     @classmethod
@@ -131,6 +143,9 @@ class JobSpec(Model):
             raise ValueError("kind: Serving needs `server:` (the inference server) and `command` (its load generator)")
         if self.server is not None and self.kind not in ("Serving",) and "{{" not in self.kind:
             raise ValueError(f"`server:` belongs to kind: Serving, not kind: {self.kind}")
+        if self.processes_per_replica != AUTO_PROCESSES and self.template:
+            raise ValueError("`processes_per_replica:` belongs to the shorthand; a template sets its operator's own "
+                             "field (nprocPerNode, numProcPerNode, slotsPerWorker)")
         if self.runtime != DEFAULT_RUNTIME and not self.template and self.kind not in ("TrainJob",) \
                 and "{{" not in self.kind:
             raise ValueError(f"`runtime:` names a TrainJob's (Cluster)TrainingRuntime, not one of kind: {self.kind}")

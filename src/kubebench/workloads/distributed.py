@@ -1,15 +1,20 @@
 """How a PyTorch workload finds its peers: ``torch.distributed`` from the environment of a PyTorchJob or
 of ``torchrun`` (``MASTER_ADDR``, ``MASTER_PORT``, ``RANK``, ``WORLD_SIZE``), from Kubeflow Trainer's
 ``PET_*`` variables when a TrainJob node starts it directly (Trainer gives only torchrun's arguments:
-one process per node, rank ``PET_NODE_RANK`` of ``PET_NNODES``), or MPI when started by ``mpirun``
+with one process per node, rank ``PET_NODE_RANK`` of ``PET_NNODES``), or MPI when started by ``mpirun``
 (an MPIJob's launcher), through mpi4py: gradients are averaged Horovod-style, with one fused
 ``MPI_Allreduce`` per step.
+
+One rank per device: a pod whose operator asks for several processes (``PET_NPROC_PER_NODE``: a
+number, or ``auto`` with several GPUs) but that was not started by torchrun starts them through
+torchrun itself; each rank uses the GPU ``cuda:LOCAL_RANK``.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -122,6 +127,39 @@ def _local_placement(mode: str) -> tuple[int, int]:
     return int(os.environ.get("LOCAL_RANK", "0")), int(os.environ.get("LOCAL_WORLD_SIZE", world))
 
 
+def processes_wanted(env: Mapping[str, str], devices: int, cpus: int) -> int:
+    """The ranks this pod's operator asks for (``PET_NPROC_PER_NODE``, torchrun's
+    ``--nproc-per-node``, as training-operator v1's ``nprocPerNode`` and Trainer's torch plugin give
+    it) when this process was not started by torchrun: a number, ``auto`` or ``gpu`` one per GPU
+    (``devices``; at least one), ``cpu`` one per CPU; 1 under torchrun (it started them) or without."""
+    value = env.get("PET_NPROC_PER_NODE", "")
+    if "TORCHELASTIC_RUN_ID" in env or not value:
+        return 1
+    if value.isdigit():
+        return max(1, int(value))
+    return {"auto": max(1, devices), "gpu": max(1, devices), "cpu": max(1, cpus)}.get(value, 1)
+
+
+def torchrun_argv(processes: int) -> list[str]:
+    """This program's command line again, started ``processes`` times by torchrun (which reads the
+    nodes, this node's rank and rank 0's address from the ``PET_*`` variables)."""
+    spec = getattr(sys.modules["__main__"], "__spec__", None)
+    target = ["-m", spec.name] if spec is not None and spec.name else [sys.argv[0]]
+    return [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={processes}", *target, *sys.argv[1:]]
+
+
+def _one_rank_per_device() -> None:
+    """Replace this process by torchrun's ranks when its pod asks for several (see
+    :func:`processes_wanted`): a TrainJob node or a PyTorchJob replica whose command is not torchrun."""
+    devices = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    wanted = processes_wanted(os.environ, devices, available_cpus())
+    if wanted > 1:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        argv = torchrun_argv(wanted)
+        os.execv(argv[0], argv)
+
+
 def setup(mode: str = "auto", threads: int = 0) -> Group:
     """Pick the device, size the CPU thread pool, and join the peers of ``mode`` (see ``MODES``).
 
@@ -129,6 +167,8 @@ def setup(mode: str = "auto", threads: int = 0) -> Group:
     the group (at once without peers): the run's ``imports_seconds`` and ``rendezvous_seconds``
     (``kubebench.mark``). The group is known to work after a first collective, a barrier: NCCL makes
     its communicator only then, so ``init_process_group`` returning says little on a GPU."""
+    if mode in ("auto", "torch"):
+        _one_rank_per_device()
     kubebench.mark("imports_done")
     group = _join(mode, threads)
     if group.mode == "torch":

@@ -22,7 +22,9 @@ processes, with the states, restarts and logs a real kubelet reports.
   the first time, then after a ``CrashLoopBackOff`` of 10 s doubling, times ``backoff_scale``); each
   instance logs to its own file;
 - deletion: a pod with a ``deletionTimestamp`` gets SIGTERM, then SIGKILL after its grace period
-  (capped at ``max_grace`` here), and is removed once its containers have stopped;
+  (capped at ``max_grace`` here); its stopped containers (143 after a SIGTERM, 137 after a SIGKILL)
+  and its terminal phase (Failed unless every container ended with 0; Kubernetes 1.27+) are
+  published, and then it is removed;
 - ``restartPolicy: Always`` (Deployments) restarts a container whatever its exit code;
 - network and probes: each pod gets its own IP (``status.podIP``, :mod:`.network`), and its
   startup, readiness and liveness probes run against it (:mod:`.probes`); a pod is ``Ready`` when
@@ -453,7 +455,13 @@ class Kubelet:
                     box.process.wait()
             if box.state == "running":
                 box.state, box.code, box.reason = "terminated", 137 if box.daemon else 143, "Error"
+                box.ended_wall = time.time()
             box.log.ended.set()
+        # The status manager publishes the stopped containers, and (1.27+) the pod's terminal phase,
+        # before the kubelet lets the API server remove the pod.
+        main = [b for b in pod.boxes if not b.init]
+        started = any(b.state == "terminated" for b in main)
+        self.write(pod, phase=("Succeeded" if all(b.code == 0 for b in main) else "Failed") if started else None)
         pod.stage = "gone"
         try:
             self.s.store.finalize(PODS, pod.job.namespace, pod.name)
@@ -483,9 +491,10 @@ class Kubelet:
 
     # --- status ---------------------------------------------------------------------------------
 
-    def write(self, pod: PodSim) -> None:
-        """Write the pod's status as the kubelet reports it."""
-        status: dict[str, Any] = {"phase": pod.phase, "conditions": list(pod.conditions)}
+    def write(self, pod: PodSim, phase: str | None = None) -> None:
+        """Write the pod's status as the kubelet reports it (``phase``: a terminal phase to report
+        instead of the pod's own, that of a deleted pod whose containers have stopped)."""
+        status: dict[str, Any] = {"phase": phase or pod.phase, "conditions": list(pod.conditions)}
         if pod.reason and pod.reason != "mounting":
             status |= {"reason": pod.reason, "message": pod.message}
         if pod.stage not in ("scheduling",):

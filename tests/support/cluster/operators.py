@@ -5,8 +5,9 @@ Sources (read at the tags named; see docs/kubernetes-conformance.md for the tabl
 - training-operator v1 (PyTorchJob, TFJob, JAXJob, XGBoostJob, MPIJob v1): ``pkg/controller.v1/common/job.go`` (backoff
   limit and deadline: ≤ v1.9.3 deletes every pod before it marks the job Failed, v1.9.4 marks it
   Failed first and then honours cleanPodPolicy; suspend deletes the pods; resume resets startTime),
-  ``pkg/controller.v1/<kind>/…_controller.go`` (Failed when a Never replica fails), ``envvar.go``
-  (MASTER_ADDR, WORLD_SIZE, RANK, PET_NODE_RANK, PET_NNODES, PYTHONUNBUFFERED), ``jax/envvar.go``
+  ``pkg/controller.v1/<kind>/…_controller.go`` (Failed when a Never replica fails), ``envvar.go`` and
+  ``master.go`` (MASTER_ADDR/PORT and PET_MASTER_ADDR/PORT, WORLD_SIZE = replicas × nprocPerNode when
+  that is a number, RANK, PET_NODE_RANK, PET_NNODES, PET_NPROC_PER_NODE, PYTHONUNBUFFERED), ``jax/envvar.go``
   (COORDINATOR_ADDRESS/PORT, NUM_PROCESSES, PROCESS_ID), ``xgboost/xgboost.go`` (MASTER_*, WORLD_SIZE,
   RANK after the master, WORKER_ADDRS/PORT), ``jaxjob_controller.go`` / ``xgboostjob_controller.go``
   (a JAXJob succeeds with all its workers, an XGBoostJob with its master), ``pod.go`` (the
@@ -158,9 +159,12 @@ class TrainingOperator(Controller):
 
     def _env(self, job: "Tracked", rtype: str, index: int, rank: int, replicas: list) -> dict[str, str]:
         world = len(replicas)
-        if job.kind == "PyTorchJob":
-            return {"PYTHONUNBUFFERED": "1", "MASTER_PORT": str(job.data["port"]), "MASTER_ADDR": self.s.host,
-                    "WORLD_SIZE": str(world), "RANK": str(rank), "PET_NODE_RANK": str(rank), "PET_NNODES": str(world)}
+        if job.kind == "PyTorchJob":  # envvar.go and master.go; nprocPerNode defaults to "auto" (pytorch_defaults.go)
+            nproc = str((job.obj.get("spec") or {}).get("nprocPerNode") or "auto")
+            port = str(job.data["port"])
+            return {"PYTHONUNBUFFERED": "1", "MASTER_PORT": port, "PET_MASTER_PORT": port, "MASTER_ADDR": self.s.host,
+                    "PET_MASTER_ADDR": self.s.host, "WORLD_SIZE": str(world * (int(nproc) if nproc.isdigit() else 1)),
+                    "RANK": str(rank), "PET_NODE_RANK": str(rank), "PET_NPROC_PER_NODE": nproc, "PET_NNODES": str(world)}
         if job.kind == "JAXJob":  # jax/envvar.go: the coordinator is worker 0, at its jaxjob-port
             return {"PYTHONUNBUFFERED": "1", "COORDINATOR_PORT": str(job.data["port"]), "COORDINATOR_ADDRESS": self.s.host,
                     "NUM_PROCESSES": str(world), "PROCESS_ID": str(index)}

@@ -354,13 +354,30 @@ class OperatorStandIn:
         return "".join(random.choices(string.ascii_lowercase + string.digits, k=5))
 
     def mpi_env(self, job: Tracked, role: str) -> dict[str, str]:
-        """What mpi-operator gives the launcher (and the training operator's MPIJob): a hostfile."""
-        workers = int(((job.obj["spec"].get("mpiReplicaSpecs") or {}).get("Worker") or {}).get("replicas", 0))
+        """What mpi-operator gives the launcher (and the training operator's MPIJob): a hostfile with
+        ``slotsPerWorker`` slots for each worker, and for the launcher when it runs as a worker
+        (``newConfigMap``; every host is this machine here), v2beta1's launcher
+        ``OMPI_MCA_orte_set_default_slots`` (``newLauncherPodTemplate``), and a launcher that is not
+        a worker ``NVIDIA_VISIBLE_DEVICES=""`` (both operators)."""
+        spec = job.obj["spec"]
+        replicas = spec.get("mpiReplicaSpecs") or {}
+        workers = int((replicas.get("Worker") or {}).get("replicas", 0))
+        slots = int(spec.get("slotsPerWorker") or 1)
+        launcher = (((replicas.get("Launcher") or {}).get("template") or {}).get("spec") or {}).get("containers") or []
+        # v2beta1: runLauncherAsWorker; training-operator's v1: a launcher that asks for a GPU (isGPULauncher)
+        as_worker = spec.get("runLauncherAsWorker") if job.api_version == "kubeflow.org/v2beta1" else any(
+            "gpu" in key for c in launcher for key in ((c.get("resources") or {}).get("limits") or {}))
+        hosts = workers + (1 if as_worker else 0)
         hostfile = self.logs / f"{job.namespace}_{job.name}.hostfile"
-        hostfile.write_text(f"localhost slots={max(1, workers)}\n")
-        return {"OMPI_MCA_orte_default_hostfile": str(hostfile), "OMPI_MCA_orte_keep_fqdn_hostnames": "true",
-                "OMPI_MCA_plm_rsh_args": "-o ConnectionAttempts=10", "OMPI_MCA_hwloc_base_binding_policy": "none",
-                "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "K_MPI_JOB_ROLE": role}
+        hostfile.write_text(f"localhost slots={max(1, hosts) * slots}\n")
+        env = {"OMPI_MCA_orte_default_hostfile": str(hostfile), "OMPI_MCA_orte_keep_fqdn_hostnames": "true",
+               "OMPI_MCA_plm_rsh_args": "-o ConnectionAttempts=10", "OMPI_MCA_hwloc_base_binding_policy": "none",
+               "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "K_MPI_JOB_ROLE": role}
+        if role == "launcher" and job.api_version == "kubeflow.org/v2beta1":
+            env["OMPI_MCA_orte_set_default_slots"] = str(slots)
+        if role == "launcher" and not as_worker:  # nvidiaDisableEnvVars: the node's GPUs are hidden from it
+            env |= {"NVIDIA_VISIBLE_DEVICES": "", "NVIDIA_DRIVER_CAPABILITIES": ""}
+        return env
 
     # --- what the kubelet calls ---------------------------------------------------------------
 

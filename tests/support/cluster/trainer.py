@@ -10,9 +10,11 @@ Suspended/Resumed conditions.
 
 from __future__ import annotations
 
+import math
 import time
 from typing import TYPE_CHECKING, Any
 
+from .kubelet import quantity
 from .operators import JOBSETS, Controller, condition, is_true, set_condition
 from .store import ApiError
 
@@ -158,9 +160,8 @@ class TrainerController(Controller):
             gpus = _gpus(resources.get("requests") or {}) or _gpus(resources.get("limits") or {})
             return {"DMLC_TRACKER_URI": self.s.host, "DMLC_TRACKER_PORT": port, "DMLC_TASK_ID": str(index),
                     "DMLC_NUM_WORKER": str(nodes * max(1, gpus))}
-        limits = resources.get("limits") or {}
-        nproc = trainer.get("numProcPerNode") or ("auto" if limits.get("nvidia.com/gpu") else
-                                                   max(1, int(float(str(limits.get("cpu", 1)).rstrip("m")) or 1)))
+        nproc = trainer.get("numProcPerNode") or ("auto" if _gpus(resources.get("requests") or {}) or
+                                                   _gpus(resources.get("limits") or {}) else _cpus(resources))
         return {"PET_NNODES": str(nodes), "PET_NPROC_PER_NODE": str(nproc), "PET_NODE_RANK": str(index),
                 "PET_MASTER_ADDR": self.s.host, "PET_MASTER_PORT": port}
 
@@ -181,6 +182,12 @@ class TrainerController(Controller):
 def _gpus(amounts: dict) -> int:
     """``GetNumGPUPerNode``: the first resource whose name holds "gpu"."""
     return next((int(float(str(v))) for k, v in amounts.items() if "gpu" in k.lower()), 0)
+
+
+def _cpus(resources: dict) -> int:
+    """``getNumCPUPerNode``: the CPU request, else the limit, rounded up (``Quantity.Value()``), at least 1."""
+    cpu = (resources.get("requests") or {}).get("cpu") or (resources.get("limits") or {}).get("cpu")
+    return max(1, math.ceil(quantity(cpu))) if cpu else 1
 
 
 def _merge(base: Any, patch: Any) -> Any:

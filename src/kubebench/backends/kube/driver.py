@@ -7,15 +7,16 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ...errors import BackendError
 from ...timeline import Boundary
 from ..base import JobStatus
-from . import objects, podgroup, status as st, timeline
+from . import disruptions, objects, podgroup, status as st, timeline
 from .api import Resource
 from .cluster import Cluster
-from .handle import J, KindDriver
+from .handle import J, KindDriver, KubeJob
 from .informer import Informer
 from .stuck import StuckCheck
 from .watches import Watches
@@ -46,8 +47,7 @@ class ClusterDriver(KindDriver[J]):
     def timeline(self, handle: J) -> list[Boundary]:
         """The run's moments: what the watches saw, what its pods say, and their events (listed once
         per pod, now that the run is over: one API call each)."""
-        name_of = handle.logs.name_of if handle.logs is not None else st.replica_name
-        api, namespace = self.cluster.api, handle.namespace
+        name_of, api, namespace = _name_of(handle), self.cluster.api, handle.namespace
 
         def events(uid: str) -> list[dict[str, Any]]:
             try:
@@ -73,15 +73,35 @@ class ClusterDriver(KindDriver[J]):
                 return JobStatus("failed", None, f"{handle.title} was deleted by someone else")
             return JobStatus("running")  # not in the watch's cache yet
         if st.suspended(obj):
-            handle.clock.job(obj)
-            if handle.admitted_at is None:
-                return JobStatus("queued", reason=f"waiting in queue {self.cluster.config.queue or '(none)'}")
-            return JobStatus("failed", None, f"preempted: {handle.title} was suspended after it started "
-                                             "(Kueue preemption or eviction); its pods were stopped", infrastructure=True)
+            return self._suspended(handle, obj)
         if handle.admitted_at is None:
             handle.admitted_at = time.monotonic()
             handle.clock.job(obj)
         return self._phase(handle, obj, pods)
+
+    def _suspended(self, handle: J, obj: dict) -> JobStatus:
+        handle.clock.job(obj)
+        if handle.admitted_at is None:
+            return JobStatus("queued", reason=f"waiting in queue {self.cluster.config.queue or '(none)'}")
+        return JobStatus("failed", None, f"preempted: {handle.title} was suspended after it started "
+                                         "(Kueue preemption or eviction); its pods were stopped", infrastructure=True)
+
+    def _disrupted(self, handle: J) -> JobStatus | None:
+        """The run fails as the infrastructure's once the cluster stopped one of its replicas before
+        anything of the workload's own ended (see :mod:`.disruptions`); its peers' errors that follow
+        are not the workload's. A pod merely deleted may be its operator's doing on suspension:
+        the job is read again to tell."""
+        found = disruptions.cause(list(handle.seen.values()), handle.sightings, _name_of(handle), handle.main)
+        if found is None:
+            return None
+        text, pod = found
+        if st.disrupted(pod) == ("deleted", st.TERMINATING, None):
+            latest = self.cluster.api.get(handle.resource, handle.namespace, handle.name)
+            if latest is not None and st.suspended(latest):
+                return self._suspended(handle, latest)
+        return JobStatus("failed", None, f"{text}: the cluster stopped a replica of the running job; an "
+                                         "infrastructure failure (its peers' errors that follow are not the workload's)",
+                         infrastructure=True)
 
     def _phase(self, handle: J, obj: dict, pods: list[dict]) -> JobStatus:
         phase, reason = st.job_phase(obj)
@@ -94,6 +114,9 @@ class ClusterDriver(KindDriver[J]):
         if held is not None:  # waiting for its gang by design: not stuck, and not yet on the run's clock
             handle.problems.seen = {}
             return JobStatus("queued", reason=held)
+        disrupted = self._disrupted(handle)
+        if disrupted is not None:
+            return disrupted
         if handle.resource.kind in RESTARTED_IN_PLACE:
             for pod in sorted(pods, key=st.rank):
                 found = st.restarted(pod, handle.main)
@@ -137,9 +160,9 @@ class ClusterDriver(KindDriver[J]):
             self.watches.list_pods(handle)
             seen = list(handle.seen.values())
             text, code = st.failure_reason(reason, seen)
-        disrupted = st.disruption(seen)
-        if disrupted:  # the cluster stopped a pod: the infrastructure failed, not the workload
-            return JobStatus("failed", code, f"{disrupted}; job failed: {reason}", infrastructure=True)
+        disrupted = disruptions.cause(seen, handle.sightings, _name_of(handle), handle.main)
+        if disrupted:  # the cluster stopped a pod first: the infrastructure failed, not the workload
+            return JobStatus("failed", code, f"{disrupted[0]}; job failed: {reason}", infrastructure=True)
         if code is None and handle.problems.seen:
             text = f"{handle.problems.first()}; {text}"
         return JobStatus("failed", code, text)
@@ -163,3 +186,8 @@ class ClusterDriver(KindDriver[J]):
         if api.delete(resource, namespace, name, "Foreground"):
             log.warning("deleted %s %s/%s, left running by an earlier attempt", resource.kind, namespace, name)
             objects.wait_gone(api, resource, namespace, name)
+
+
+def _name_of(handle: KubeJob) -> Callable[[dict[str, Any]], str]:
+    """How the run names a pod's replica (as its logs are named)."""
+    return handle.logs.name_of if handle.logs is not None else st.replica_name

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
 from ...render import kinds
 from ..base import JobStatus
 from .api import Resource
+from .disruptions import Sightings
 from .logs import RunLogs
 from .podgroup import Gang
 from .stuck import Problems
@@ -54,6 +55,8 @@ class KubeJob:
     #: Every pod of this submission as last seen, by uid, deleted ones too (their exit codes, nodes,
     #: a DisruptionTarget condition: one an operator created again under its name is another pod).
     seen: dict[str, dict] = field(default_factory=dict)
+    #: When each pod was first seen disrupted, or a container of it ended (see :mod:`.disruptions`).
+    sightings: Sightings = field(default_factory=Sightings)
     problems: Problems = field(default_factory=Problems)
     admitted_at: float | None = None
     succeeded: bool = False

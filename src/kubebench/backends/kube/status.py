@@ -84,7 +84,7 @@ def rank(pod: dict[str, Any]) -> tuple[int, int, str]:
 
 def started(pod: dict[str, Any]) -> bool:
     """Whether a container of the pod ever ran (so that it has a log)."""
-    for status in _container_statuses(pod):
+    for status in container_statuses(pod):
         state = status.get("state") or {}
         if "running" in state or "terminated" in state or status.get("lastState", {}).get("terminated"):
             return True
@@ -100,7 +100,7 @@ def exit_code(pod: dict[str, Any]) -> int | None:
 def _failed_container(pod: dict[str, Any]) -> dict[str, Any] | None:
     """The ``terminated`` state of the pod's first container that ended with a code other than 0
     (its last run's, when it was restarted since)."""
-    for status in _container_statuses(pod):
+    for status in container_statuses(pod):
         for state in (status.get("state") or {}, status.get("lastState") or {}):
             terminated = state.get("terminated") or {}
             if terminated.get("exitCode"):
@@ -123,21 +123,38 @@ def container_failure(pod: dict[str, Any]) -> str | None:
 def disruption(pods: list[dict[str, Any]], name_of: Callable[[dict[str, Any]], str] | None = None) -> str | None:
     """``<replica> evicted (Evicted): <message>`` when the cluster stopped a pod (eviction,
     preemption, a lost node): a failure of the infrastructure, not of the workload. ``name_of``
-    names a pod's replica (default :func:`replica_name`)."""
+    names a pod's replica (default :func:`replica_name`). A pod merely being deleted is not counted
+    here (see :mod:`.disruptions`, which tells the cluster's deletions from an operator's)."""
     for pod in sorted(pods, key=rank):
-        name = (name_of or replica_name)(pod)
-        status = pod.get("status") or {}
-        for condition in status.get("conditions") or []:
-            if condition.get("type") == "DisruptionTarget" and condition.get("status") == "True":
-                reason = condition.get("reason") or "DisruptionTarget"
-                return _disrupted(name, _DISRUPTION_TARGET.get(reason, "disrupted"), reason, condition.get("message"))
-        reason = status.get("reason") or ""
-        if reason in _DISRUPTED_REASONS:
-            return _disrupted(name, _DISRUPTED_REASONS[reason], reason, status.get("message"))
+        found = disrupted(pod, deleting=False)
+        if found is not None:
+            return describe_disruption((name_of or replica_name)(pod), *found)
     return None
 
 
-def _disrupted(name: str, what: str, reason: str, message: str | None) -> str:
+#: What a pod being deleted with no other sign of the cluster's is called (see :func:`disrupted`).
+TERMINATING = "Terminating"
+
+
+def disrupted(pod: dict[str, Any], deleting: bool = True) -> tuple[str, str, str | None] | None:
+    """``(what, reason, message)`` when the cluster is stopping or has stopped the pod: a
+    ``DisruptionTarget`` condition, a pod reason such as ``Evicted``, or (``deleting``) a
+    ``deletionTimestamp`` (``("deleted", "Terminating", None)``); None otherwise."""
+    status = pod.get("status") or {}
+    for condition in status.get("conditions") or []:
+        if condition.get("type") == "DisruptionTarget" and condition.get("status") == "True":
+            reason = condition.get("reason") or "DisruptionTarget"
+            return _DISRUPTION_TARGET.get(reason, "disrupted"), reason, condition.get("message")
+    reason = status.get("reason") or ""
+    if reason in _DISRUPTED_REASONS:
+        return _DISRUPTED_REASONS[reason], reason, status.get("message")
+    if deleting and (pod.get("metadata") or {}).get("deletionTimestamp"):
+        return "deleted", TERMINATING, None
+    return None
+
+
+def describe_disruption(name: str, what: str, reason: str, message: str | None) -> str:
+    """``<replica> <what> (<reason>): <message>``."""
     text = f"{name} {what} ({reason})"
     return f"{text}: {_short(message)}" if message and message.strip() else text
 
@@ -159,7 +176,7 @@ def problem_class(pod: dict[str, Any]) -> tuple[str, str, str] | None:
                 and condition.get("reason") == "Unschedulable":
             return "unschedulable", "Unschedulable", _short(condition.get("message") or "")
     starting = None
-    for container in _container_statuses(pod):
+    for container in container_statuses(pod):
         waiting = (container.get("state") or {}).get("waiting") or {}
         reason = waiting.get("reason")
         if reason in PROBLEM_CLASSES:
@@ -182,8 +199,11 @@ def requests_gpus(pod: dict[str, Any]) -> bool:
 def restarted(pod: dict[str, Any], containers: frozenset[str] | None = None) -> tuple[str, int | None] | None:
     """``(how it ended, exit code)`` of a container of the pod that failed under ``restartPolicy:
     OnFailure`` (ended with a code other than 0, or restarted after that): the workload has failed
-    even though its pod runs on, and will run it again."""
-    for status in _container_statuses(pod):
+    even though its pod runs on, and will run it again. Not for a pod the cluster stops or deletes
+    (its SIGTERM's exit code is not the workload's: see :mod:`.disruptions`)."""
+    if disrupted(pod) is not None:
+        return None
+    for status in container_statuses(pod):
         if containers is not None and status.get("name") not in containers:
             continue
         ended = (status.get("state") or {}).get("terminated") or {}
@@ -207,6 +227,7 @@ def failure_reason(job_reason: str, pods: list[dict[str, Any]]) -> tuple[str, in
     return f"job failed: {job_reason}", None
 
 
-def _container_statuses(pod: dict[str, Any]) -> list[dict[str, Any]]:
+def container_statuses(pod: dict[str, Any]) -> list[dict[str, Any]]:
+    """The statuses of the pod's init containers, then of its containers."""
     status = pod.get("status") or {}
     return (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or [])

@@ -6,6 +6,7 @@ as last seen (every pod of its submission, followed into its log streams as it r
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 from ...errors import BackendError
@@ -86,8 +87,10 @@ class Watches:
     @staticmethod
     def observe(handle: KubeJob, pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Keep each pod as last seen on the handle, and follow its containers' logs as they run."""
+        now = time.monotonic()  # a listing shows its pods at one moment
         for pod in pods:
             handle.seen[pod["metadata"].get("uid") or pod["metadata"]["name"]] = pod
+            handle.sightings.observe(pod, handle.main, now)
             handle.clock.pod(pod, handle.main)
             if handle.logs is not None:
                 handle.logs.observe(pod)
