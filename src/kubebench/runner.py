@@ -24,7 +24,7 @@ from .experiment import Experiment
 from .locks import ExperimentLock
 from .plan.adaptive import next_round
 from .plan.plan import Plan, Run, make_plan, new_experiment_id
-from .render.budget import time_budget
+from .render.budget import plan_budget
 from .render.job import job_fingerprint
 from .settings import Settings
 from .spec.efficiency import load_prices
@@ -248,10 +248,11 @@ def _in_parallel(runs: list[Run], width: int, one: Callable[[Run], None], backen
 
 def render_trials(experiment: Experiment, backend: Backend[Any, Any]) -> list[dict]:
     """The manifest of one run of every trial, all rendered within one time budget
-    (``limits.RENDER_SECONDS``): a spec error stops the start (or the dry run), not a run."""
+    (``limits.RENDER_SECONDS``) and one budget of rendered characters (``limits.RENDER_CHARS``): a
+    spec error stops the start (or the dry run), not a run."""
     seen: set[str] = set()
     manifests = []
-    with time_budget():
+    with plan_budget():
         for run in experiment.plan.runs:
             if run.trial.id not in seen:
                 seen.add(run.trial.id)

@@ -82,8 +82,8 @@ def _pod(cr: dict, spec: BenchmarkResourceSpec, with_id: bool) -> dict[str, Any]
     else:
         config_map, key = spec_map_name(cr), SPEC_KEY
     runner = spec.runner
-    ref = runner.store_secret_ref  # default: the Secret of `deploy manifests` (its PostgreSQL has a password)
-    store = deploy.store_env(ref.name, ref.key) if ref is not None else deploy.store_env()
+    secret = runner.store_secret_ref  # default: the Secret of `deploy manifests` (its PostgreSQL has a password)
+    store = deploy.store_env(secret.name, secret.key) if secret is not None else deploy.store_env()
     env = [{"name": "KUBEBENCH_HOME", "value": deploy.HOME_MOUNT}, store,
            {"name": "KUBEBENCH_SPEC_CONFIGMAP", "value": config_map}, {"name": "KUBEBENCH_SPEC_DIR", "value": deploy.SPEC_MOUNT},
            {"name": OWNER_ENV, "value": json.dumps(owner_reference(cr), separators=(",", ":"))}]
