@@ -87,7 +87,8 @@ def _note(doc: dict, spec: Optional[Path]) -> str:
         sys.stderr.write(f"note: the spec ConfigMap holds {shipped_size(doc['data']):,} bytes: apply it with "
                          "`kubectl apply --server-side` (a plain `kubectl apply` keeps a copy of it in an annotation "
                          f"of at most {CLIENT_APPLY_BYTES:,} bytes, and refuses it)\n")
-    return f"# the spec's folder {spec.parent}: {len(names)} files, {shipped_size(doc['data']):,} bytes: {shown}\n"
+    count = f"{len(names)} file{'s' if len(names) != 1 else ''}"
+    return f"# the spec's folder {spec.parent}: {count}, {shipped_size(doc['data']):,} bytes: {shown}\n"
 
 
 @deploy_app.command("store-secret")
