@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from sqlalchemy.engine import make_url
 from support.cluster.emulator import Emulator
 from support.cluster.schemas import errors_of
 from typer.testing import CliRunner
@@ -110,6 +111,7 @@ def test_the_store_secret_is_made_once_in_the_cluster_and_kept(tmp_path: Path, m
         password = values["password"]
         assert len(password) >= 32 and password not in first.output  # a pod's log: never the password
         assert values["url"] == f"postgresql+psycopg://kubebench:{password}@kubebench-postgres.ml.svc:5432/kubebench"
+        assert make_url(values["url"]).password == password  # URL-safe: SQLAlchemy reads it back as it is
         again = CliRunner().invoke(app, ["deploy", "store-secret", "-n", "ml"])  # the manifests applied again
         assert again.exit_code == 0 and "there already, left as it is" in again.output, again.output
         assert emulator.store.find(SECRETS, "ml", "kubebench-store")["data"] == secret["data"]
