@@ -54,6 +54,10 @@ SWEEP_POINTS = _limit("sweep_points", 10_000, "parameter points of a sweep")
 RUNS = _limit("runs", 100_000, "runs planned up front (points × (repeats + warm-up runs))")
 #: Characters of a string (or items of a list) made while rendering a template, and of its output.
 TEMPLATE_CHARS = _limit("template_chars", 1_000_000, "characters of a value made by a template")
+#: Characters the templates of every trial of a plan make in all (what ``run``, ``run --dry-run``,
+#: ``render``, ``doctor`` and the dashboard's launch keep): a spec of a few hundred bytes can ask for
+#: 10,000 trials of 1,000,000 characters each.
+RENDER_CHARS = _limit("render_chars", 64 * 1_048_576, "characters rendered by the templates of all the trials of a plan")
 #: Seconds of rendering every trial of a plan (and of any one render).
 RENDER_SECONDS = _limit("render_seconds", 30, "seconds to render every trial of a plan")
 #: Bytes of memory a Jsonnet template's evaluation may use (in a child process of its own).
@@ -73,6 +77,6 @@ STEP_FILE_BYTES = _limit("step_file_bytes", 64 * 1_048_576, "bytes of output/ste
 SERVING_FILE_BYTES = _limit("serving_file_bytes", 1_073_741_824,
                             "bytes of a load tool's result file or of one requests file in output/")
 
-ALL = (SPEC_BYTES, YAML_DEPTH, YAML_VALUES, SWEEP_POINTS, RUNS, TEMPLATE_CHARS, RENDER_SECONDS, JSONNET_BYTES,
+ALL = (SPEC_BYTES, YAML_DEPTH, YAML_VALUES, SWEEP_POINTS, RUNS, TEMPLATE_CHARS, RENDER_CHARS, RENDER_SECONDS, JSONNET_BYTES,
        RESULT_BYTES,
        METRICS, INFO_CHARS, LOG_LINE_CHARS, STEP_FILE_BYTES, SERVING_FILE_BYTES)

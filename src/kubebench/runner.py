@@ -25,7 +25,7 @@ from .locks import ExperimentLock
 from .numerics.sequential import Decision, Design
 from .plan.adaptive import Against, decision_round, next_round
 from .plan.plan import Plan, Run, make_plan, new_experiment_id
-from .render.budget import time_budget
+from .render.budget import plan_budget
 from .render.job import job_fingerprint
 from .settings import Settings
 from .spec.efficiency import load_prices
@@ -299,10 +299,11 @@ def _in_parallel(runs: list[Run], width: int, one: Callable[[Run], None], backen
 
 def render_trials(experiment: Experiment, backend: Backend[Any, Any]) -> list[dict]:
     """The manifest of one run of every trial, all rendered within one time budget
-    (``limits.RENDER_SECONDS``): a spec error stops the start (or the dry run), not a run."""
+    (``limits.RENDER_SECONDS``) and one budget of rendered characters (``limits.RENDER_CHARS``): a
+    spec error stops the start (or the dry run), not a run."""
     seen: set[str] = set()
     manifests = []
-    with time_budget():
+    with plan_budget():
         for run in experiment.plan.runs:
             if run.trial.id not in seen:
                 seen.add(run.trial.id)

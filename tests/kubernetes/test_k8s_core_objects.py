@@ -53,7 +53,7 @@ def test_the_runner_job_of_deploy_manifests_is_created_on_1_31_through_the_offic
         emulator.namespace("kubebench")
         api = client.ApiClient(client.Configuration(host=emulator.url))
         assert client.VersionApi(api).get_code().git_version == "v1.31.0"
-        (runner,) = [d for d in manifests() if d["kind"] == "Job"]
+        (runner,) = [d for d in manifests() if d["kind"] == "Job" and d["metadata"]["name"].startswith("kubebench-run-")]
         created = client.BatchV1Api(api).create_namespaced_job("kubebench", runner, field_validation="Strict")
         conditions = created.spec.pod_failure_policy.rules[1].on_pod_conditions
         assert [(c.type, c.status) for c in conditions] == [("DisruptionTarget", "True")]

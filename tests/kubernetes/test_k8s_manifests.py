@@ -332,12 +332,15 @@ def test_deploy_manifests_validate_and_grant_only_what_kubebench_uses(tmp_path: 
     (tmp_path / "post.py").write_text("print('a script the spec needs')\n")
     docs = deploy("-n", "ml", "--image", "reg/kubebench:1", "--storage-size", "50Gi", "--spec", str(spec), "--id", "nightly")
     assert [d["kind"] for d in docs] == ["Namespace", "PersistentVolumeClaim", "ServiceAccount", "Role", "RoleBinding",
-                                         "ClusterRole", "ClusterRoleBinding", "Service", "StatefulSet", "NetworkPolicy",
-                                         "ConfigMap", "Job", "Deployment", "Service"]
+                                         "ClusterRole", "ClusterRoleBinding",
+                                         "ServiceAccount", "Role", "RoleBinding", "Job",  # makes the store's Secret
+                                         "Service", "StatefulSet", "NetworkPolicy",
+                                         "ConfigMap", "Job", "ServiceAccount", "Deployment", "Service"]
     for doc in docs:
         assert errors_of(doc) == [], doc["kind"]
         assert doc["metadata"].get("namespace", "ml") == "ml"
-    by_kind = {d["kind"]: d for d in docs}
+    by_kind = {d["kind"]: d for d in docs if d["metadata"]["name"] in ("kubebench", "kubebench-spec")
+               or d["kind"] in ("ClusterRole", "Deployment", "Job") and "store-secret" not in d["metadata"]["name"]}
     assert by_kind["PersistentVolumeClaim"]["spec"]["resources"]["requests"]["storage"] == "50Gi"
     role = by_kind["Role"]
     verbs = {(g, r): set(rule["verbs"]) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]}
@@ -357,8 +360,8 @@ def test_deploy_manifests_validate_and_grant_only_what_kubebench_uses(tmp_path: 
     assert pod["serviceAccountName"] == "kubebench" and pod["containers"][0]["image"] == "reg/kubebench:1"
     assert pod["containers"][0]["command"] == ["kubebench", "run", "/etc/kubebench/spec/benchmark.yaml",
                                                "--backend", "kubernetes", "--id", "nightly"]
-    env = {e["name"]: e["value"] for e in pod["containers"][0]["env"]}
-    assert env["KUBEBENCH_STORE"] == "postgresql+psycopg://kubebench@kubebench-postgres.ml.svc:5432/kubebench"
+    env = {e["name"]: e.get("value", e.get("valueFrom")) for e in pod["containers"][0]["env"]}
+    assert env["KUBEBENCH_STORE"] == {"secretKeyRef": {"name": "kubebench-store", "key": "url"}}  # it holds the password
     dashboard = by_kind["Deployment"]["spec"]["template"]["spec"]["containers"][0]
     assert dashboard["command"][:2] == ["kubebench", "serve"] and "--read-only" in dashboard["command"]
 
@@ -369,7 +372,8 @@ def test_every_pod_kubebench_deploys_is_restricted_and_out_of_istio(tmp_path: Pa
     for args in ([], ["--schedule", "0 2 * * *", "--store-url", "postgresql+psycopg://u@db:5432/k"]):
         docs = deploy(*args)
         templates = [t for d in docs for t in pod_templates_of(d)]
-        assert len(templates) == (3 if not args else 2)  # runner (Job or CronJob), dashboard, PostgreSQL
+        # runner (Job or CronJob), dashboard, PostgreSQL and the Job making its Secret
+        assert len(templates) == (4 if not args else 2)
         for template in templates:
             assert violations(template["spec"]) == [], template["metadata"]["labels"]
             assert template["metadata"]["annotations"] == {"sidecar.istio.io/inject": "false"}

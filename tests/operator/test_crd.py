@@ -193,7 +193,9 @@ def test_deploy_manifests_operator_adds_the_crd_and_controller_instead_of_a_runn
     assert result.exit_code == 0, result.output
     docs = list(yaml.safe_load_all(result.output))
     kinds = [d["kind"] for d in docs]
-    assert "CustomResourceDefinition" in kinds and "Job" not in kinds and "CronJob" not in kinds
+    assert "CustomResourceDefinition" in kinds and "CronJob" not in kinds
+    # no runner: the one Job makes the store's Secret (deploy manifests' PostgreSQL)
+    assert [d["metadata"]["name"] for d in docs if d["kind"] == "Job"] == ["kubebench-store-secret"]
     (deployment,) = [d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"] == "kubebench-operator"]
     assert deployment["spec"]["template"]["spec"]["containers"][0]["command"] == ["kubebench", "operator", "--leader-elect"]
     roles = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Role"}

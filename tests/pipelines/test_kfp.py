@@ -86,10 +86,12 @@ def test_caching_is_off_and_the_experiment_id_comes_from_the_pipeline_run() -> N
     assert run["components"]["comp-kubebench-run"]["inputDefinitions"]["parameters"]["experiment_id"] == {"parameterType": "STRING"}
     container = run["deploymentSpec"]["executors"]["exec-kubebench-run"]["container"]
     assert container["command"] == ["kubebench"] and container["args"][:4] == ["kfp", "run", "--executor-input", "{{$}}"]
-    # without a Secret the in-cluster store is an argument; with one, the platform spec gives KUBEBENCH_STORE
-    assert container["args"][4:] == ["--store", "postgresql+psycopg://kubebench@kubebench-postgres.kubebench.svc:5432/kubebench"]
+    # the store's URL holds its password: never an argument; the platform spec gives KUBEBENCH_STORE from
+    # the Secret of deploy manifests (kubebench-store) unless another is named
+    assert container["args"][4:] == []
     config = platform["platforms"]["kubernetes"]["deploymentSpec"]["executors"]["exec-kubebench-check"]
-    assert config["pvcMount"][0]["mountPath"] == "/kubebench" and "secretAsEnv" not in config
+    assert config["pvcMount"][0]["mountPath"] == "/kubebench"
+    assert [e["secretName"] for e in config["secretAsEnv"]] == ["kubebench-store"]
     assert config["podMetadata"]["labels"]["app.kubernetes.io/part-of"] == "kubebench"
     secret = emitted("--step", "pipeline", "--store-secret", "kb-store")
     assert "--store" not in secret[0]["deploymentSpec"]["executors"]["exec-kubebench-run"]["container"]["args"]
@@ -111,7 +113,8 @@ def launch(component: dict, step: str, given: dict, store: str):
     """What the launcher runs: the component's arguments with ``{{$}}`` replaced (its store: the test's)."""
     args = component["deploymentSpec"]["executors"][f"exec-kubebench-{step}"]["container"]["args"]
     args = [a.replace("{{$}}", json.dumps(given)) for a in args]
-    return runner.invoke(app, [*args[: args.index("--store")], "--store", store])
+    assert "--store" not in args  # the pod's KUBEBENCH_STORE comes from a Secret
+    return runner.invoke(app, [*args, "--store", store])
 
 
 def test_the_run_and_check_steps_write_the_executor_output_the_launcher_reads(home: Path, write, tmp_path: Path) -> None:

@@ -24,7 +24,12 @@ def manifests(
     storage_class: Annotated[Optional[str], typer.Option("--storage-class", help="StorageClass of the claim (ReadWriteMany).")] = None,
     spec: Annotated[Optional[Path], typer.Option("--spec", help="Benchmark spec: it and the files beside it go in the spec ConfigMap.")] = None,
     experiment_id: Annotated[Optional[str], typer.Option("--id", help="Experiment the runner Job runs and resumes (default: from the spec).")] = None,
-    store_url: Annotated[Optional[str], typer.Option("--store-url", help="An external PostgreSQL (SQLAlchemy URL) instead of a PostgreSQL StatefulSet.")] = None,
+    store_url: Annotated[Optional[str], typer.Option(
+        "--store-url", help="An external PostgreSQL (SQLAlchemy URL) instead of a PostgreSQL StatefulSet; it goes in "
+                            "the Secret kubebench-store (printed: prefer --store-secret).")] = None,
+    store_secret: Annotated[Optional[str], typer.Option(
+        "--store-secret", metavar="NAME", help="A Secret of yours whose key `url` is the store's URL (kubectl create "
+                                               "secret generic NAME --from-literal=url=…): no store is made.")] = None,
     schedule: Annotated[Optional[str], typer.Option("--schedule", help='A CronJob on this schedule ("0 2 * * *"), each run a new experiment, instead of the runner Job.')] = None,
     label: Annotated[Optional[list[str]], typer.Option(
         "--label", metavar="KEY=VALUE", help="Label every experiment the runner starts (run --label); repeatable.")] = None,
@@ -34,28 +39,85 @@ def manifests(
 ) -> None:
     """Print the Namespace, claim, store, RBAC, spec ConfigMap, runner (Job or CronJob) and dashboard
     (YAML, for `kubectl apply -f -`)."""
-    from ..deploy import DEFAULT_IMAGE, Options, check_schedule, manifests as build, spec_files_of
-    from ..errors import SpecError
+    from ..deploy import DEFAULT_IMAGE, Options, check_schedule, manifests as build
     from ..runner import dump_yaml
     from ..store.series_records import parse_labels
 
     labels = tuple(parse_labels(label or ()).items())  # a bad label or schedule: exit 2 before any YAML
     schedule = check_schedule(schedule) if schedule is not None else None
-    files = None
-    if spec is not None:
-        try:
-            files = spec_files_of(spec)
-        except OSError as e:
-            raise SpecError(f"{spec}: cannot read the spec: {e}") from e
+    files = _spec_files(spec) if spec is not None else None
     options = Options(namespace, image or DEFAULT_IMAGE, storage_size, storage_class, files,
-                      spec.name if spec else "benchmark.yaml", experiment_id, store_url, schedule, labels, dashboard, node_access)
+                      spec.name if spec else "benchmark.yaml", experiment_id, store_url, schedule, labels, dashboard,
+                      node_access, store_secret=store_secret, operator=operator)
     docs = build(options)
     if operator:
         from ..operator.manifests import operator_manifests
 
-        runner = {"Job", "CronJob"}
-        docs = [d for d in docs if d["kind"] not in runner] + operator_manifests(namespace, options.image)
-    sys.stdout.write("---\n".join(dump_yaml(doc) for doc in docs))
+        docs += operator_manifests(namespace, options.image, dashboard=dashboard)
+    sys.stdout.write("---\n".join(_note(doc, spec) + dump_yaml(doc) for doc in docs))
+
+
+def _spec_files(spec: Path) -> dict[str, str]:
+    from ..deploy import spec_files_of
+    from ..errors import SpecError
+
+    try:
+        return spec_files_of(spec)
+    except OSError as e:
+        raise SpecError(f"{spec}: cannot read the spec's folder: {e}") from e
+
+
+#: What ``kubectl apply`` (client side) can keep of an object: a copy of it in an annotation, and an
+#: object's annotations hold at most 256 KiB in all.
+CLIENT_APPLY_BYTES = 262_144
+
+
+def _note(doc: dict, spec: Optional[Path]) -> str:
+    """A comment above the spec ConfigMap naming what it ships (and a warning when ``kubectl apply``
+    could not keep its copy of it); nothing above other objects."""
+    import json
+
+    from ..deploy import SPEC_CONFIGMAP, shipped_size
+
+    if doc["kind"] != "ConfigMap" or doc["metadata"]["name"] != SPEC_CONFIGMAP or spec is None:
+        return ""
+    names = list(doc["data"])
+    shown = ", ".join(names[:20]) + (f", … ({len(names) - 20} more)" if len(names) > 20 else "")
+    if len(json.dumps(doc)) > CLIENT_APPLY_BYTES - 4_096:
+        sys.stderr.write(f"note: the spec ConfigMap holds {shipped_size(doc['data']):,} bytes: apply it with "
+                         "`kubectl apply --server-side` (a plain `kubectl apply` keeps a copy of it in an annotation "
+                         f"of at most {CLIENT_APPLY_BYTES:,} bytes, and refuses it)\n")
+    count = f"{len(names)} file{'s' if len(names) != 1 else ''}"
+    return f"# the spec's folder {spec.parent}: {count}, {shipped_size(doc['data']):,} bytes: {shown}\n"
+
+
+@deploy_app.command("store-secret")
+@expected_errors
+def store_secret(
+    namespace: Annotated[str, typer.Option("--namespace", "-n", help="Namespace of kubebench's PostgreSQL.")] = "kubebench",
+) -> None:
+    """Make the Secret kubebench-store of the in-cluster PostgreSQL (a random password and the store's
+    URL) unless it is there: what the Job kubebench-store-secret of `deploy manifests` runs."""
+    from ..backends.kube.api import SECRETS, Api
+    from ..backends.kube.config import KubernetesConfig
+    from ..deploy import (
+        STORE_PASSWORD_KEY,
+        STORE_SECRET,
+        STORE_URL_KEY,
+        in_cluster_url,
+        new_password,
+        store_secret as body,
+    )
+
+    password = new_password()
+    secret = body(namespace, {STORE_PASSWORD_KEY: password, STORE_URL_KEY: in_cluster_url(namespace, password)})
+    api = Api(KubernetesConfig(namespace=namespace))
+    try:
+        made = api.create(SECRETS, namespace, secret) is not None
+    finally:
+        api.close()
+    # never the password: this is a pod's log
+    print(f"Secret {namespace}/{STORE_SECRET}: {'made' if made else 'there already, left as it is'}")
 
 
 @deploy_app.command("crd")

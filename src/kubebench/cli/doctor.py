@@ -20,7 +20,7 @@ def doctor(spec: SpecArg, params: ParamsOpt = None, set_: SetOpt = None, backend
     and the Kueue queue; with `data.prepare`, that a job of each step's image writes where the runs
     read. Exits 2 when a check fails."""
     from ..plan.plan import Run
-    from ..runner import make_backend, plan_experiment
+    from ..runner import make_backend, plan_experiment, render_trials
     from ..settings import settings
 
     loaded = with_overrides(load_args(spec, params, set_), backend)
@@ -30,7 +30,7 @@ def doctor(spec: SpecArg, params: ParamsOpt = None, set_: SetOpt = None, backend
     for run in experiment.plan.runs:
         first.setdefault(run.trial.id, run)
     try:
-        manifests = [experiment.render(run, chosen).manifest for run in first.values()]
+        manifests = render_trials(experiment, chosen)  # one per trial, within the plan's budgets
         checks = chosen.doctor(manifests, experiment.local_paths(next(iter(first.values()))))
         if loaded.spec.data is not None and loaded.spec.data.prepare:
             from ..data.doctor import data_checks

@@ -23,16 +23,17 @@ app.add_typer(kfp_app, name="kfp")
 ImageOpt = Annotated[Optional[str], typer.Option("--image", help="kubebench's image (the Dockerfile's `runner` target).")]
 NamespaceOpt = Annotated[str, typer.Option("--namespace", "-n", help="kubebench's namespace (deploy manifests): its store and claim.")]
 SecretOpt = Annotated[Optional[str], typer.Option(
-    "--store-secret", metavar="NAME", help="A Secret whose key `url` is the store's URL (default: the PostgreSQL of deploy manifests).")]
+    "--store-secret", metavar="NAME", help="A Secret whose key `url` is the store's URL (default: kubebench-store, "
+                                           "the Secret of deploy manifests).")]
 ExecutorInputOpt = Annotated[str, typer.Option(
     "--executor-input", metavar="JSON", help="The executor input the KFP launcher passes ({{$}}).", show_default=False)]
 
 
 def _options(image: Optional[str], namespace: str, store_secret: Optional[str]):
-    from ..deploy import DEFAULT_IMAGE
+    from ..deploy import DEFAULT_IMAGE, STORE_SECRET
     from ..pipelines.steps import StepOptions
 
-    return StepOptions(image or DEFAULT_IMAGE, namespace, store_secret)
+    return StepOptions(image or DEFAULT_IMAGE, namespace, store_secret or STORE_SECRET)
 
 
 def _print(*docs: dict[str, Any], header: str = "") -> None:
@@ -59,10 +60,10 @@ def kfp_component(
     """Print a Kubeflow Pipelines v2 component (pipeline IR YAML, for components.load_component_from_file)."""
     from ..deploy import HOME_MOUNT
     from ..pipelines import kfp
-    from ..pipelines.steps import POD_ANNOTATIONS, POD_LABELS, store_value
+    from ..pipelines.steps import POD_ANNOTATIONS, POD_LABELS
 
     o = _options(image, namespace, store_secret)
-    container = kfp.Container(o.image, store_value(o))
+    container = kfp.Container(o.image)  # the store's URL comes from its Secret (the platform spec), never a value
     if step is KfpStep.pipeline:
         docs = [kfp.pipeline(container), kfp.platform(o.store_secret, o.claim, HOME_MOUNT, POD_LABELS, POD_ANNOTATIONS)]
     else:

@@ -225,6 +225,7 @@ def render(
       kubebench render bench.yaml --backend kubernetes --kubernetes-version 1.31
       kubebench render bench.yaml --set workers=4 --all-runs
     """
+    from ..render.budget import size_budget
     from ..runner import dump_yaml, make_backend, plan_experiment
     from ..settings import settings
 
@@ -237,14 +238,16 @@ def render(
     for run in experiment.plan.runs:
         per_trial[run.trial.id] = per_trial.get(run.trial.id, 0) + 1
     documents = []
-    for run in experiment.plan.runs:
-        first = not run.warmup and run.repeat == 0
-        if not all_runs and not first:
-            continue
-        job = experiment.render(run, target)
-        note = f" (of {per_trial[run.trial.id]} runs; the others differ only in run id and repeat)" \
-            if not all_runs and per_trial[run.trial.id] > 1 else ""
-        documents += [f"# run {run.id}: {_one_line(run.label)}{note}\n" + dump_yaml(obj) for obj in target.objects(job.manifest)]
+    with size_budget():  # what is printed is kept until then: the limit on what a plan renders holds
+        for run in experiment.plan.runs:
+            first = not run.warmup and run.repeat == 0
+            if not all_runs and not first:
+                continue
+            job = experiment.render(run, target)
+            note = f" (of {per_trial[run.trial.id]} runs; the others differ only in run id and repeat)" \
+                if not all_runs and per_trial[run.trial.id] > 1 else ""
+            documents += [f"# run {run.id}: {_one_line(run.label)}{note}\n" + dump_yaml(obj)
+                          for obj in target.objects(job.manifest)]
     if kubernetes_version is not None and documents:
         documents[0] = f"# for Kubernetes {kubernetes_version}\n" + documents[0]
     sys.stdout.write("---\n".join(documents))

@@ -82,11 +82,8 @@ def _pod(cr: dict, spec: BenchmarkResourceSpec, with_id: bool) -> dict[str, Any]
     else:
         config_map, key = spec_map_name(cr), SPEC_KEY
     runner = spec.runner
-    store: dict[str, Any] = {"name": "KUBEBENCH_STORE"}
-    if runner.store_secret_ref is not None:
-        store["valueFrom"] = {"secretKeyRef": {"name": runner.store_secret_ref.name, "key": runner.store_secret_ref.key}}
-    else:
-        store["value"] = deploy.store_url(deploy.Options(namespace=cr["metadata"]["namespace"]))
+    secret = runner.store_secret_ref  # default: the Secret of `deploy manifests` (its PostgreSQL has a password)
+    store = deploy.store_env(secret.name, secret.key) if secret is not None else deploy.store_env()
     env = [{"name": "KUBEBENCH_HOME", "value": deploy.HOME_MOUNT}, store,
            {"name": "KUBEBENCH_SPEC_CONFIGMAP", "value": config_map}, {"name": "KUBEBENCH_SPEC_DIR", "value": deploy.SPEC_MOUNT},
            {"name": OWNER_ENV, "value": json.dumps(owner_reference(cr), separators=(",", ":"))}]

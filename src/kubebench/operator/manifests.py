@@ -34,9 +34,14 @@ def rules() -> list[dict[str, Any]]:
 
 def runner_rules() -> list[dict[str, Any]]:
     """What a runner needs of its Benchmark: read it, write its status."""
-    # list: the dashboard (the same ServiceAccount) shows the namespace's Benchmarks
-    return [{"apiGroups": [GROUP], "resources": [PLURAL], "verbs": ["get", "list"]},
+    return [{"apiGroups": [GROUP], "resources": [PLURAL], "verbs": ["get"]},
             {"apiGroups": [GROUP], "resources": [f"{PLURAL}/status"], "verbs": ["patch"]}]
+
+
+def dashboard_rules() -> list[dict[str, Any]]:
+    """What the read-only dashboard's own account may do: list the namespace's Benchmarks (its
+    Benchmarks panel), nothing else."""
+    return [{"apiGroups": [GROUP], "resources": [PLURAL], "verbs": ["get", "list"]}]
 
 
 def _binding(name: str, namespace: str, account: str, labels: dict[str, str]) -> dict[str, Any]:
@@ -45,8 +50,10 @@ def _binding(name: str, namespace: str, account: str, labels: dict[str, str]) ->
             "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}]}
 
 
-def operator_manifests(namespace: str, image: str = deploy.DEFAULT_IMAGE, replicas: int = 1) -> list[dict[str, Any]]:
-    """The CRD, the controller (Deployment, ServiceAccount, Role, RoleBinding) and the runner's Role."""
+def operator_manifests(namespace: str, image: str = deploy.DEFAULT_IMAGE, replicas: int = 1,
+                       dashboard: bool = True) -> list[dict[str, Any]]:
+    """The CRD, the controller (Deployment, ServiceAccount, Role, RoleBinding), the runner's Role and
+    (with ``dashboard``) the dashboard's, which may only read Benchmarks."""
     labels = {"app.kubernetes.io/name": "kubebench", "app.kubernetes.io/component": "operator"}
     env = [{"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]
@@ -63,6 +70,11 @@ def operator_manifests(namespace: str, image: str = deploy.DEFAULT_IMAGE, replic
                                "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}}}}}
     account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": NAME, "namespace": namespace, "labels": dict(labels)}}
     runner = f"{deploy.NAME}-benchmark-status"
-    return [crd(), account, {**_rbac("Role", NAME, namespace, labels), "rules": rules()}, _binding(NAME, namespace, NAME, labels),
+    docs = [crd(), account, {**_rbac("Role", NAME, namespace, labels), "rules": rules()}, _binding(NAME, namespace, NAME, labels),
             {**_rbac("Role", runner, namespace, labels), "rules": runner_rules()},
-            _binding(runner, namespace, deploy.NAME, labels), deployment]
+            _binding(runner, namespace, deploy.NAME, labels)]
+    if dashboard:
+        reader = f"{deploy.DASHBOARD}-benchmarks"
+        docs += [{**_rbac("Role", reader, namespace, labels), "rules": dashboard_rules()},
+                 _binding(reader, namespace, deploy.DASHBOARD, labels)]
+    return docs + [deployment]

@@ -58,7 +58,7 @@ class RunnerSpec(Resource):
 
     image: Optional[str] = Field(None, min_length=1)
     service_account_name: str = Field("kubebench", alias="serviceAccountName", pattern=_DNS_NAME, max_length=253)
-    #: The store's SQLAlchemy URL, from a Secret (default: the PostgreSQL of ``deploy manifests``).
+    #: The store's SQLAlchemy URL, from a Secret (default: the Secret ``kubebench-store`` of ``deploy manifests``).
     store_secret_ref: Optional[SecretKeyRef] = Field(None, alias="storeSecretRef")
     #: The ReadWriteMany claim of the runs' folders.
     claim: str = Field("kubebench", pattern=_DNS_NAME, max_length=253)

@@ -1,5 +1,5 @@
 """What every pipeline step of kubebench gets, whichever engine runs it: its image and command, the
-store's URL (a Secret's key ``url``, else the PostgreSQL of ``kubebench deploy manifests``), the
+store's URL (a Secret's key ``url``: by default the Secret of ``kubebench deploy manifests``), the
 runs' claim mounted where ``KUBEBENCH_HOME`` points, and the labels that let it reach the store
 (the NetworkPolicy of ``deploy manifests`` admits kubebench's own pods only).
 
@@ -33,25 +33,16 @@ class StepOptions:
     image: str = deploy.DEFAULT_IMAGE
     #: kubebench's namespace (the store's Service and the claim are there; the steps run there too)
     namespace: str = deploy.NAME
-    #: a Secret whose key ``url`` is the store's SQLAlchemy URL; unset: the PostgreSQL of ``deploy manifests``
-    store_secret: str | None = None
+    #: a Secret whose key ``url`` is the store's SQLAlchemy URL (default: the one of ``deploy manifests``)
+    store_secret: str = deploy.STORE_SECRET
     claim: str = deploy.NAME
     service_account: str = deploy.NAME
 
 
-def store_value(o: StepOptions) -> str | None:
-    """The store's URL as a value: None when a Secret holds it."""
-    return None if o.store_secret else deploy.store_url(deploy.Options(namespace=o.namespace))
-
-
 def env(o: StepOptions) -> list[dict[str, Any]]:
-    """The step container's environment (Kubernetes ``EnvVar`` form)."""
-    found: list[dict[str, Any]] = [{"name": "KUBEBENCH_HOME", "value": deploy.HOME_MOUNT}]
-    if o.store_secret:
-        found.append({"name": "KUBEBENCH_STORE", "valueFrom": {"secretKeyRef": {"name": o.store_secret, "key": "url"}}})
-    else:
-        found.append({"name": "KUBEBENCH_STORE", "value": store_value(o)})
-    return found
+    """The step container's environment (Kubernetes ``EnvVar`` form): the store's URL from its Secret,
+    never a plain value (it holds the password)."""
+    return [{"name": "KUBEBENCH_HOME", "value": deploy.HOME_MOUNT}, deploy.store_env(o.store_secret)]
 
 
 def security() -> dict[str, Any]:

@@ -19,7 +19,7 @@ from typing import Any
 
 from .. import limits
 from ..errors import TemplateError, TemplateLimit
-from .budget import out_of_time, spending
+from .budget import count_rendered, out_of_time, spending
 
 #: The child: one JSON request per line in, one JSON answer per line out.
 _CHILD = """
@@ -63,6 +63,7 @@ class JsonnetChild:
             raise TemplateLimit(_memory_message())
         if "error" in answer:
             raise TemplateError(f"jsonnet error: {answer['error']}")
+        count_rendered(len(answer["ok"]))  # what a plan's renders make in all is bounded, Jsonnet's too
         return answer["ok"]
 
     def _answer(self, process: subprocess.Popen[str], deadline: float) -> dict:

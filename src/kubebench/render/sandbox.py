@@ -26,7 +26,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from .. import limits
 from ..errors import TemplateLimit
-from .budget import _local, out_of_time, spending
+from .budget import _local, chars_left, count_rendered, out_of_time, spending, too_much
 
 #: Bits of an integer a template may make: more digits than Python prints (4,300) anyway.
 MAX_INT_BITS = 16_384
@@ -38,6 +38,7 @@ def render_bounded(template: Any, context: Mapping[str, Any]) -> str:
     size limit on its output."""
     with spending():
         limit = _local.max_chars = limits.TEMPLATE_CHARS.value()  # read once: checks are many
+        left = chars_left()  # what the plan's other renders left (None outside a plan)
         parts, size = [], 0
         try:
             for part in template.generate(context):
@@ -45,10 +46,13 @@ def render_bounded(template: Any, context: Mapping[str, Any]) -> str:
                 if size > limit:
                     raise TemplateLimit(f"the rendered text is longer than {limit:,} characters (the limit; "
                                         f"{limits.TEMPLATE_CHARS.env} changes it)")
+                if left is not None and size > left:
+                    raise too_much()
                 _check_time()
                 parts.append(part)
         finally:
             _local.max_chars = None
+    count_rendered(size)
     return "".join(parts)
 
 

@@ -53,6 +53,7 @@ PODS = Resource("", "v1", "pods", "Pod")
 EVENTS = Resource("", "v1", "events", "Event")
 SERVICES = Resource("", "v1", "services", "Service")
 CONFIG_MAPS = Resource("", "v1", "configmaps", "ConfigMap")
+SECRETS = Resource("", "v1", "secrets", "Secret")
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
 JOBS = Resource("batch", "v1", "jobs", "Job")
 
@@ -91,8 +92,9 @@ class Api:
         operator) refuses the object instead of pruning the field and running it without.
         """
         what = f"create {res.kind} {namespace}/{body['metadata']['name']}"
-        if res in (SERVICES, CONFIG_MAPS):
-            create = self.core.create_namespaced_service if res == SERVICES else self.core.create_namespaced_config_map
+        if res in (SERVICES, CONFIG_MAPS, SECRETS):
+            kind = {SERVICES: "service", CONFIG_MAPS: "config_map", SECRETS: "secret"}[res]
+            create = getattr(self.core, f"create_namespaced_{kind}")
             return self.call(what, lambda timeout: json.loads(raw(create(
                 namespace, cast(Any, body), field_validation="Strict", _preload_content=False, _request_timeout=timeout)).data),
                 expect=(409,))
