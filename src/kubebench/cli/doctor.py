@@ -9,7 +9,7 @@ from .run import BackendOpt, with_overrides
 
 #: Exit code when a check failed: the spec's jobs cannot run there as things are (as a spec error).
 FAILED = 2
-_MARKS = {"ok": "[green]ok  [/]", "warn": "[yellow]warn[/]", "fail": "[bold red]FAIL[/]"}
+_MARKS = {"ok": ("ok  ", "green"), "warn": ("warn", "yellow"), "fail": ("FAIL", "bold red")}
 
 
 @app.command()
@@ -39,9 +39,13 @@ def doctor(spec: SpecArg, params: ParamsOpt = None, set_: SetOpt = None, backend
             checks += data_checks(experiment, chosen)
     finally:
         chosen.close()
+    from ..present.text import cell
+
     console = make_console()
-    for check in checks:
-        console.print(f"{_MARKS[check.state]} {check.name}: {check.detail}", markup=True, soft_wrap=True)
+    for check in checks:  # names and details quote the spec and the cluster: text, never markup
+        line = cell(*_MARKS[check.state])
+        line.append(cell(f" {check.name}: {check.detail}"))
+        console.print(line, soft_wrap=True)
     failed = [c for c in checks if c.state == "fail"]
     console.print(f"{len(failed)} of {len(checks)} checks failed" if failed else f"all {len(checks)} checks passed")
     raise typer.Exit(FAILED if failed else 0)
