@@ -39,13 +39,19 @@ def doctor(spec: SpecArg, params: ParamsOpt = None, set_: SetOpt = None, backend
             checks += data_checks(experiment, chosen)
     finally:
         chosen.close()
-    from ..present.text import cell
-
     console = make_console()
-    for check in checks:  # names and details quote the spec and the cluster: text, never markup
-        line = cell(*_MARKS[check.state])
-        line.append(cell(f" {check.name}: {check.detail}"))
-        console.print(line, soft_wrap=True)
+    for check in checks:
+        console.print(check_line(check), soft_wrap=True)
     failed = [c for c in checks if c.state == "fail"]
     console.print(f"{len(failed)} of {len(checks)} checks failed" if failed else f"all {len(checks)} checks passed")
     raise typer.Exit(FAILED if failed else 0)
+
+
+def check_line(check):
+    """``ok   name: detail`` with the mark styled; the name and detail quote the spec and the cluster, so
+    they are text, never markup (``[red]`` stays ``[red]``), and show control characters escaped."""
+    from rich.text import Text
+
+    from ..present.text import cell
+
+    return Text.assemble(cell(*_MARKS[check.state]), cell(f" {check.name}: {check.detail}"))

@@ -76,7 +76,7 @@ def xml_text(value: object) -> str:
 #: full-width forms some spreadsheets also take).
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20")
 #: A cell that is a number (``-3``, ``+1.5e-3``): a spreadsheet reads it as that number, never a formula.
-_NUMBER = re.compile(r"[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?")
+_NUMBER = re.compile(r"[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?")
 
 
 def csv_cell(value: object) -> object:
