@@ -42,7 +42,6 @@ def serve(
 ) -> None:
     """Serve the dashboard (pages, JSON API at /api, docs at /docs) and /metrics for Prometheus."""
     import uvicorn
-
     from rich.text import Text
 
     from ..present.text import cell
