@@ -14,6 +14,7 @@ presenter forgot to pass through :func:`cell` — a rule of the output path, not
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -85,8 +86,8 @@ def csv_cell(value: object) -> object:
     ``'``, as spreadsheet exports do, and what a terminal acts on is shown escaped (:func:`safe`)."""
     if value is None:
         return ""
-    if isinstance(value, (int, float)):  # bool too: True/False
-        return value
+    if isinstance(value, int) or isinstance(value, float) and math.isfinite(value):  # bool too: True/False
+        return value  # "-inf" is not a number to a spreadsheet: it is text below, and gets its "'"
     text = safe(value)
     if text.startswith(FORMULA_START) and not _NUMBER.fullmatch(text):
         return "'" + text
