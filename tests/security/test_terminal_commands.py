@@ -112,3 +112,20 @@ def test_calibrate_shows_the_trials_as_text(hostile: str, tmp_path: Path) -> Non
     result = runner.invoke(app, ["calibrate", str(spec), "--from", "e0", "--from", "e1"])
     assert result.exit_code == 0, result.output
     _clean(result.output)
+
+
+NAMED = """
+name: named
+job:
+  command: [python, -c, "import os; open(os.environ['KUBEBENCH_EXP_OUTPUT_PATH'] + '/t\\x1b]0;FILE\\x07[red]x.txt', 'w')"]
+"""
+
+
+def test_outputs_lists_the_files_a_workload_named_as_text(home: Path, write) -> None:
+    assert runner.invoke(app, ["run", str(write("named.yaml", NAMED)), "--id", "named-1"]).exit_code == 0
+    from kubebench.settings import settings
+
+    (run,) = open_store(settings().store_url).runs("named-1")
+    result = runner.invoke(app, ["outputs", run.run_id])
+    assert result.exit_code == 0, result.output
+    assert not ACTS.search(result.output) and "output/t\\x1b]0;FILE\\x07[red]x.txt" in result.output
