@@ -76,7 +76,16 @@ STEP_FILE_BYTES = _limit("step_file_bytes", 64 * 1_048_576, "bytes of output/ste
 #: Bytes of a serving run's file in output/: a load tool's result file or one requests file.
 SERVING_FILE_BYTES = _limit("serving_file_bytes", 1_073_741_824,
                             "bytes of a load tool's result file or of one requests file in output/")
+#: Bytes of one line of a streamed answer that the load generator reads (an SSE ``data:`` line).
+ANSWER_LINE_BYTES = _limit("answer_line_bytes", 1_048_576, "bytes of one line of a server's streamed answer")
+#: Bytes of one streamed answer that the load generator reads before it gives the request up.
+ANSWER_BYTES = _limit("answer_bytes", 64 * 1_048_576, "bytes of one streamed answer of a server")
+#: Bytes of one scrape of the server's ``/metrics`` by the load generator; a larger one ends scraping.
+SCRAPE_BYTES = _limit("scrape_bytes", 16 * 1_048_576, "bytes of one scrape of a server's /metrics")
+#: Bytes of the ``/metrics`` samples the load generator keeps (past it, every other one is dropped).
+SCRAPES_BYTES = _limit("scrapes_bytes", 64 * 1_048_576, "bytes of the /metrics samples a load generator keeps")
 
 ALL = (SPEC_BYTES, YAML_DEPTH, YAML_VALUES, SWEEP_POINTS, RUNS, TEMPLATE_CHARS, RENDER_CHARS, RENDER_SECONDS, JSONNET_BYTES,
        RESULT_BYTES,
-       METRICS, INFO_CHARS, LOG_LINE_CHARS, STEP_FILE_BYTES, SERVING_FILE_BYTES)
+       METRICS, INFO_CHARS, LOG_LINE_CHARS, STEP_FILE_BYTES, SERVING_FILE_BYTES,
+       ANSWER_LINE_BYTES, ANSWER_BYTES, SCRAPE_BYTES, SCRAPES_BYTES)

@@ -47,7 +47,7 @@ def test_a_steady_candidate_passes_with_a_summary_and_junit(url: str, tmp_path: 
     result = runner.invoke(app, ["check", "bench", "--junit", str(tmp_path / "junit.xml"), "-f", "markdown"])
     assert result.exit_code == 0, result.output
     assert "**PASS: no regression beyond threshold" in result.stdout and "Holm (family-wise error rate)" in result.stdout
-    assert "6 earlier experiments of series `bench`" in result.stdout
+    assert "6 earlier experiments of series bench" in result.stdout  # plain text, escaped (N13)
     assert summary.read_text().startswith("earlier step\n### kubebench check: bench · new")
     suite = ET.parse(tmp_path / "junit.xml").getroot().find("testsuite")
     assert (suite.get("tests"), suite.get("failures")) == ("4", "0")

@@ -54,7 +54,8 @@ def _candidate(name: str, data) -> str:
 
 def series_check(db, targets: list[str], metric: Optional[list[str]] = None, threshold: Optional[float] = None,
                  window: int = WINDOW, labels: Optional[dict[str, str]] = None) -> tuple[str, str, list[Check]]:
-    """(title, what the candidate is checked against, the tests) for ``[NAME]``: a series or an experiment;
+    """(title, what the candidate is checked against, the tests) for ``[NAME]``: a series or an experiment
+    (plain text: each presenter escapes it for its format);
     ``labels``: only the experiments of the series with these labels (one cluster of several)."""
     from ..errors import SpecError
     from ..store.series import accepted_changes, read_series, resolve_series
@@ -74,7 +75,7 @@ def series_check(db, targets: list[str], metric: Optional[list[str]] = None, thr
                                     accepted_changes(db, series), window)
     used = sorted({e for ids in baselines.values() for e in ids})
     within = "".join(f" with {k}={v}" for k, v in (labels or {}).items())
-    base_text = f"{len(used)} earlier experiment{'s' * (len(used) != 1)} of series `{series}`{within}"
+    base_text = f"{len(used)} earlier experiment{'s' * (len(used) != 1)} of series {series}{within}"
     return f"{series} · {candidate}", base_text, tests
 
 
@@ -88,7 +89,7 @@ def pair_check(db, targets: list[str], metric: Optional[list[str]] = None, thres
     record = db.experiment(candidate)
     thresholds, default = _thresholds(db, record.series or record.name, threshold)
     tests = pair_tests(db.runs(base), db.runs(candidate), _metrics(record, metric), thresholds, default)
-    return f"{candidate} vs {base}", f"`{base}`", tests
+    return f"{candidate} vs {base}", base, tests
 
 
 def family_verdict(outcomes) -> str:

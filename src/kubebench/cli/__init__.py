@@ -69,15 +69,17 @@ FILE_WIDTH = 200
 
 
 def make_console(stderr: bool = False):
-    """Rich's console on stdout (stderr): a terminal's width, else ``COLUMNS``, else ``FILE_WIDTH``."""
+    """The console every command prints with, on stdout (stderr): a terminal's width, else ``COLUMNS``,
+    else ``FILE_WIDTH``. It is a :class:`~kubebench.present.text.SafeConsole`: no string is read as
+    markup, and nothing a terminal acts on is written (names, labels, notes come from users and stores)."""
     import os
     import sys
 
-    from rich.console import Console
+    from ..present.text import SafeConsole
 
     stream = sys.stderr if stderr else sys.stdout
     wide = not stream.isatty() and "COLUMNS" not in os.environ
-    return Console(stderr=stderr, highlight=False, width=FILE_WIDTH if wide else None)
+    return SafeConsole(stderr=stderr, highlight=False, width=FILE_WIDTH if wide else None)
 
 
 def expected_errors(command: Callable) -> Callable:

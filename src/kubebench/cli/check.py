@@ -54,6 +54,7 @@ def check(
     from ..analyse.gating import candidate_of, family_verdict, pair_check, series_check
     from ..errors import NothingToCompare, SpecError
     from ..present.check import check_table, headline, junit as junit_xml, markdown
+    from ..present.text import cell
     from ..store.series_records import parse_labels
     from . import make_console
 
@@ -69,7 +70,7 @@ def check(
     except NothingToCompare as e:
         if not first_ok:
             raise
-        print(f"PASS: nothing to compare with ({e})", file=sys.stderr)
+        make_console(stderr=True).print(cell(f"PASS: nothing to compare with ({e})"), soft_wrap=True)
         _write_verdict(outputs, "nothing-to-compare")
         raise typer.Exit(0) from None
     if not tests:
@@ -79,15 +80,15 @@ def check(
     _write_verdict(outputs, family_verdict(outcomes))
     text = markdown(outcomes, title, base_text, correction.value, alpha, units)
     if format is CheckFormat.markdown:
-        sys.stdout.write(text)
+        sys.stdout.write(text)  # escaped for Markdown: nothing a terminal acts on (present.text.markdown_text)
     else:  # a terminal gets a table: Markdown's `###`, `**` and pipes are for CI's summary page
-        make_console().print(check_table(outcomes, title, base_text.replace("`", ""), correction.value, alpha, units))
+        make_console().print(check_table(outcomes, title, base_text, correction.value, alpha, units))
     if summary is not None and str(summary) not in ("", "."):  # an empty $GITHUB_STEP_SUMMARY is none
         with open(summary, "a", encoding="utf-8") as out:
             out.write(text + "\n")
     if junit is not None:
         junit.write_bytes(junit_xml(outcomes, title))
-    print(headline(outcomes), file=sys.stderr)
+    make_console(stderr=True).print(headline(outcomes), soft_wrap=True)
     raise typer.Exit(1 if any(o.fails for o in outcomes) else 0)
 
 

@@ -35,8 +35,10 @@ def outputs(
     if not files:
         where = f"{path!r} in " if path else ""
         raise NotFoundError(f"no files at {where}{folder.url} (list them with `kubebench outputs {run_id}`)")
-    for name, size in files:
-        sys.stdout.write(f"{size:>12}  {name}\n")
+    from ..present.text import safe_line
+
+    for name, size in files:  # a workload names its files: shown escaped, one line each
+        sys.stdout.write(f"{size:>12}  {safe_line(name)}\n")
 
 
 @app.command()

@@ -9,7 +9,7 @@ from .run import BackendOpt, with_overrides
 
 #: Exit code when a check failed: the spec's jobs cannot run there as things are (as a spec error).
 FAILED = 2
-_MARKS = {"ok": "[green]ok  [/]", "warn": "[yellow]warn[/]", "fail": "[bold red]FAIL[/]"}
+_MARKS = {"ok": ("ok  ", "green"), "warn": ("warn", "yellow"), "fail": ("FAIL", "bold red")}
 
 
 @app.command()
@@ -41,7 +41,17 @@ def doctor(spec: SpecArg, params: ParamsOpt = None, set_: SetOpt = None, backend
         chosen.close()
     console = make_console()
     for check in checks:
-        console.print(f"{_MARKS[check.state]} {check.name}: {check.detail}", markup=True, soft_wrap=True)
+        console.print(check_line(check), soft_wrap=True)
     failed = [c for c in checks if c.state == "fail"]
     console.print(f"{len(failed)} of {len(checks)} checks failed" if failed else f"all {len(checks)} checks passed")
     raise typer.Exit(FAILED if failed else 0)
+
+
+def check_line(check):
+    """``ok   name: detail`` with the mark styled; the name and detail quote the spec and the cluster, so
+    they are text, never markup (``[red]`` stays ``[red]``), and show control characters escaped."""
+    from rich.text import Text
+
+    from ..present.text import cell
+
+    return Text.assemble(cell(*_MARKS[check.state]), cell(f" {check.name}: {check.detail}"))

@@ -42,7 +42,9 @@ def serve(
 ) -> None:
     """Serve the dashboard (pages, JSON API at /api, docs at /docs) and /metrics for Prometheus."""
     import uvicorn
+    from rich.text import Text
 
+    from ..present.text import cell
     from ..settings import settings
     from ..store.store import open_store
     from ..web.app import make_app
@@ -56,8 +58,9 @@ def serve(
                    allowed_hosts=allowed_hosts(host, allowed_host or ()))
     err = make_console(stderr=True)
     if not read_only and not _loopback(host):
-        err.print(f"[yellow]warning:[/] listening on {host}, reachable from other machines: anyone with the "
-                  "token can launch processes here; use --read-only, or keep the default 127.0.0.1")
+        err.print(Text.assemble(cell("warning:", style="yellow"), cell(
+            f" listening on {host}, reachable from other machines: anyone with the token can launch processes "
+            "here; use --read-only, or keep the default 127.0.0.1")))
     if read_only:
         typer.echo(f"kubebench dashboard (read-only): {dashboard_url(host, port)}")
     else:  # the page keeps the token and takes it out of the address bar

@@ -48,13 +48,14 @@ class BarMeter(LogMeter):
         self._task: Any = None
 
     def start(self, name: str, total: int | None, done: int) -> None:
+        from rich.markup import escape
         from rich.progress import DownloadColumn, Progress, TransferSpeedColumn
 
         super().start(name, total, done)
         self._bar = Progress(*Progress.get_default_columns(), DownloadColumn(), TransferSpeedColumn(),
                              transient=True, console=_stderr())
         self._bar.start()
-        self._task = self._bar.add_task(f"dataset {name}", total=total, completed=done)
+        self._task = self._bar.add_task(f"dataset {escape(name)}", total=total, completed=done)
 
     def advance(self, count: int) -> None:
         super().advance(count)
@@ -69,17 +70,15 @@ class BarMeter(LogMeter):
 
 
 def _stderr():
-    from rich.console import Console
+    from ..present.text import SafeConsole
 
-    return Console(stderr=True)
+    return SafeConsole(stderr=True)
 
 
 def announce(text: str) -> None:
     """A line about the data step: on stderr when it is a terminal (someone waits for it), else logged."""
     if sys.stderr.isatty():
-        from rich.markup import escape
-
-        _stderr().print(escape(text), highlight=False)
+        _stderr().print(text, highlight=False)
     else:
         log.info("%s", text)
 

@@ -5,6 +5,7 @@ numbers with SI prefixes and the metric's unit (``3.40 M ops/s``)."""
 from __future__ import annotations
 
 import math
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -13,6 +14,7 @@ from ..analyse.family import CORRECTIONS, Outcome
 from .history import params_text, percent
 from .numbers import plural, si
 from .tables import label, params_split
+from .text import markdown_text, xml_text
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -48,7 +50,9 @@ def method(outcomes: Sequence[Outcome], base: str, correction: str, alpha: float
 def markdown(outcomes: Sequence[Outcome], title: str, base: str, correction: str, alpha: float,
              units: Mapping[str, str] | None = None) -> str:
     """A Markdown summary: headline, method, the tests with a verdict, then every test folded."""
-    lines = [f"### kubebench check: {title}", "", f"**{headline(outcomes)}**", "", method(outcomes, base, correction, alpha), ""]
+    # the title (series · id), the base, the trials and the metrics are of user or store origin: escaped
+    lines = [f"### kubebench check: {markdown_text(title)}", "", f"**{headline(outcomes)}**", "",
+             method(outcomes, markdown_text(base), correction, alpha), ""]
     notable = [o for o in outcomes if o.verdict in ("regressed", "improved")]
     header = ["| | metric | trial | base median | candidate median | change | 95% CI | adj. p | threshold |",
               "|---|---|---|---:|---:|---:|---|---:|---:|"]
@@ -72,8 +76,13 @@ def _cells(o: Outcome, swept: Sequence[str], units: Mapping[str, str]) -> list[s
 
 def _row(o: Outcome, swept: Sequence[str], units: Mapping[str, str]) -> str:
     metric, trial, *rest = _cells(o, swept, units)
-    cells = ["❌" if o.fails else _ICON[o.verdict], f"`{metric}`", trial.replace("|", "\\|"), *rest]
+    code = f"`{metric}`" if _METRIC_NAME.fullmatch(metric) else markdown_text(metric)
+    cells = ["❌" if o.fails else _ICON[o.verdict], code, markdown_text(trial), *(markdown_text(c) for c in rest)]
     return "| " + " | ".join(cells) + " |"
+
+
+#: A metric name as the metric protocol has it: shown as code in Markdown; any other is escaped text.
+_METRIC_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.:/-]*")
 
 
 #: Tests a terminal table lists, the failing and changed ones first; the Markdown and JUnit have all.
@@ -89,7 +98,7 @@ def check_table(outcomes: Sequence[Outcome], title: str, base: str, correction: 
     from rich.text import Text
 
     from .tables import new_table
-    from .text import cell
+    from .text import cell, safe_line
 
     failing = any(o.fails for o in outcomes)
     table = new_table(f"kubebench check: {title}")
@@ -104,6 +113,7 @@ def check_table(outcomes: Sequence[Outcome], title: str, base: str, correction: 
     for o in ordered[:SHOWN_TESTS]:
         verdict = Text("FAIL" if o.fails else o.verdict, style="bold red" if o.fails else _STYLE.get(o.verdict, ""))
         metric, trial, base_median, candidate_median, change, interval, p, limit = _cells(o, swept, units or {})
+        metric, trial = safe_line(metric), safe_line(trial)  # one line each, whatever a parameter holds
         table.add_row(verdict, cell(metric), cell(trial), base_median, candidate_median, change, interval, p, limit)
         line = Text.assemble(verdict, " ", cell(f"{metric} · {trial}: {base_median} → {candidate_median}, {change} "
                                                  f"{interval}, adj. p {p}, threshold {limit}"))
@@ -120,14 +130,14 @@ def check_table(outcomes: Sequence[Outcome], title: str, base: str, correction: 
 def junit(outcomes: Sequence[Outcome], suite: str) -> bytes:
     """JUnit XML: one test case per trial × metric; a regression beyond its threshold is a failure."""
     root = ET.Element("testsuites", name="kubebench check")
-    element = ET.SubElement(root, "testsuite", name=suite, tests=str(len(outcomes)),
+    element = ET.SubElement(root, "testsuite", name=xml_text(suite), tests=str(len(outcomes)),
                             failures=str(sum(o.fails for o in outcomes)), errors="0",
                             skipped=str(sum(o.verdict == "inconclusive" for o in outcomes)))
     for o in outcomes:
-        case = ET.SubElement(element, "testcase", classname=f"{suite}.{o.test.metric}",
-                             name=f"{o.test.metric}[{params_text(o.test.params)}]")
-        text = (f"{o.verdict}: {percent(o.comparison.ratio - 1)} {_interval(o)}, adjusted p {_p(o.adjusted_p)}, "
-                f"threshold ±{o.test.threshold:.1%}")
+        case = ET.SubElement(element, "testcase", classname=xml_text(f"{suite}.{o.test.metric}"),
+                             name=xml_text(f"{o.test.metric}[{params_text(o.test.params)}]"))
+        text = xml_text(f"{o.verdict}: {percent(o.comparison.ratio - 1)} {_interval(o)}, adjusted p "
+                        f"{_p(o.adjusted_p)}, threshold ±{o.test.threshold:.1%}")
         if o.fails:
             ET.SubElement(case, "failure", message=text, type="regression").text = text
         elif o.verdict == "inconclusive":

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pydantic_core import to_json as to_json_bytes
 
 from ..store.records import RunRecord
+from .text import csv_cell
 
 #: 2: adds ``path`` (the run's folder in storage) and ``provenance``. 3: ``started_at`` and ``finished_at``
 #: are ISO 8601 (UTC), the epoch seconds move to ``started_at_epoch`` / ``finished_at_epoch``; CSV has both times.
@@ -70,7 +71,7 @@ def columns(runs: Sequence[RunRecord]) -> tuple[list[str], list[str]]:
 
 def to_csv(runs: Sequence[RunRecord]) -> str:
     """``run_id, trial_id, repeat, status, param.<name>…, metric.<name>…, started_at, finished_at (ISO 8601),
-    duration_s, exit_code, reason``."""
+    duration_s, exit_code, reason``; every cell through :func:`.text.csv_cell` (safe in a spreadsheet)."""
     params, metrics = columns(runs)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
@@ -78,16 +79,14 @@ def to_csv(runs: Sequence[RunRecord]) -> str:
                      *(f"metric.{m}" for m in metrics), "started_at", "finished_at", "duration_s", "exit_code",
                      "reason"])
     for run in runs:
-        writer.writerow([run.run_id, run.trial_id, run.repeat, run.status,
-                         *(_cell(run.params.get(p)) for p in params),
-                         *(_cell(run.metrics.get(m)) for m in metrics),
-                         _cell(iso_time(run.started_at)), _cell(iso_time(run.finished_at)), _cell(run.duration_s), _cell(run.exit_code), run.reason])
+        writer.writerow([csv_cell(v) for v in [
+            run.run_id, run.trial_id, run.repeat, run.status, *(_cell(run.params.get(p)) for p in params),
+            *(_cell(run.metrics.get(m)) for m in metrics), iso_time(run.started_at), iso_time(run.finished_at),
+            run.duration_s, run.exit_code, run.reason]])
     return out.getvalue()
 
 
-def _cell(value: object) -> str:
-    if value is None:
-        return ""
+def _cell(value: object) -> object:
     if isinstance(value, (list, dict)):
         return json.dumps(value)
-    return str(value)
+    return value

@@ -13,7 +13,7 @@ from ..analyse.history import Change, TrialHistory
 from ..numerics.stats import _json_number
 from ..store.series_records import SeriesExperiment
 from .numbers import axis_scale, axis_title, header_unit, metric_unit, short, short_range, si, si_range
-from .text import cell
+from .text import cell, csv_cell
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -90,7 +90,7 @@ def history_csv(histories: Sequence[TrialHistory]) -> str:
                 row += [c.ratio - 1, *change_ci(change), c.verdict, c.p_value, change.point.accepted]
             else:
                 row += [""] * 6
-            writer.writerow(["" if isinstance(v, float) and math.isnan(v) else v for v in row])
+            writer.writerow(["" if isinstance(v, float) and math.isnan(v) else csv_cell(v) for v in row])
     return out.getvalue()
 
 

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from ..store.records import RAN_AND_FAILED, ExperimentRecord
 from .export import iso_time
+from .text import csv_cell
 
 #: 2: ``created_at`` and ``updated_at`` are ISO 8601 (UTC); JSON keeps the epoch seconds in ``*_epoch``.
 #: 3: ``state``, ``cancelled`` (no longer counted as failed), ``labels``; JSON also ``note`` and ``tags``.
@@ -58,5 +59,5 @@ def experiments_csv(experiments: Sequence[ExperimentRecord]) -> str:
     out = io.StringIO()
     writer = csv.DictWriter(out, COLUMNS, lineterminator="\n")
     writer.writeheader()
-    writer.writerows(experiment_row(e) for e in experiments)
+    writer.writerows({k: csv_cell(v) for k, v in experiment_row(e).items()} for e in experiments)
     return out.getvalue()

@@ -18,7 +18,7 @@ import time
 
 from aiohttp import web
 
-from ..workloads.openai_prompt import prompt_of
+from ..workloads.openai_prompt import max_tokens_of, prompt_of, read_body
 
 MODEL = "fake-llm"
 
@@ -34,13 +34,13 @@ class FakeLLM:
 
     async def completions(self, request: web.Request) -> web.StreamResponse:
         """Stream ``max_tokens`` tokens as SSE chunks, then usage and ``[DONE]``."""
-        body = await request.json()
         self.requests += 1
         if self.fail_every and self.requests % self.fail_every == 0:
             return web.json_response({"error": {"message": "injected failure"}}, status=503)
         chat = request.path.endswith("/chat/completions")
-        n = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
         try:
+            body = read_body(await request.read())
+            n = max_tokens_of(body)
             prompt = prompt_of(body, chat)
         except (ValueError, TypeError, KeyError, AttributeError) as e:
             return web.json_response({"error": {"message": f"bad request: {e}"}}, status=400)

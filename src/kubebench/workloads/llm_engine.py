@@ -70,6 +70,8 @@ class Sequence:
     max_tokens: int
     emit: Callable[[int | None], object]  # what it returns is ignored
     ignore_eos: bool = True
+    #: Set (from any thread) when its client has left: the engine drops it before its next step.
+    cancelled: bool = False
     slot: int = -1
     length: int = 0
     produced: int = 0
@@ -87,7 +89,8 @@ class Engine:
         self.waiting: queue.Queue[Sequence] = queue.Queue()
         self.running: list[Sequence] = []
         self.free = list(range(max_batch))
-        self.stats = {"requests_total": 0, "tokens_total": 0, "steps_total": 0, "step_seconds_total": 0.0}
+        self.stats = {"requests_total": 0, "requests_cancelled_total": 0, "tokens_total": 0, "steps_total": 0,
+                      "step_seconds_total": 0.0}
         self._stop = False
         self._thread = threading.Thread(target=self._loop, daemon=True, name="llm-engine")
 
@@ -106,9 +109,22 @@ class Engine:
         self.stats["requests_total"] += 1
         self.waiting.put(seq)
 
+    def cancel(self, seq: Sequence) -> None:
+        """Stop decoding ``seq`` (thread-safe): its client has left. Waiting, it is never prefilled;
+        running, it leaves its slot before the next decode step; finished, nothing happens."""
+        seq.cancelled = True
+
+    def _drop_cancelled(self) -> None:
+        for seq in [s for s in self.running if s.cancelled]:
+            self.running.remove(seq)
+            self.free.append(seq.slot)
+            self.stats["requests_cancelled_total"] += 1
+
     def _loop(self) -> None:
         while not self._stop:
+            self._drop_cancelled()
             self._admit(block=not self.running)
+            self._drop_cancelled()
             if self.running:
                 started = time.perf_counter()
                 self._decode()
@@ -124,6 +140,9 @@ class Engine:
             if seq is None:
                 return
             block = False
+            if seq.cancelled:
+                self.stats["requests_cancelled_total"] += 1
+                continue
             seq.slot = self.free.pop()
             self._prefill(seq)
 

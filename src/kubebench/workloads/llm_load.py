@@ -31,6 +31,7 @@ from ..serving.arrivals import Arrivals
 from ..serving.metrics import energy_metrics, serving_metrics, tokens_source
 from ..serving.prompts import Lengths, from_dataset, synthetic
 from ..serving.records import RecordsFile, write_records
+from ..serving.scrape import MetricsScraper
 from ..serving.slo import parse_request_slo
 
 #: Exit code of a run whose client could not keep up (its numbers are not the server's).
@@ -112,8 +113,8 @@ async def run(args: argparse.Namespace, replica: int) -> tuple[RecordsFile, list
         model = args.model or await client.first_model(session, args.endpoints[0])
         target = client.Target(args.endpoints, model, args.api, args.timeout, not args.no_ignore_eos)
         monitor = client.LoopMonitor()
-        scraper = client.MetricsScraper(session, args.endpoints[0].removesuffix("/v1") + "/metrics", clock,
-                                        args.scrape_interval)
+        scraper = MetricsScraper(session, args.endpoints[0].removesuffix("/v1") + "/metrics", clock,
+                                 args.scrape_interval)
         monitor.start()
         if replica == 0:
             scraper.start()
@@ -140,7 +141,8 @@ async def run(args: argparse.Namespace, replica: int) -> tuple[RecordsFile, list
     meta: dict[str, Any] = {"energy_joules": joules} if joules is not None else {}
     meta |= {"replica": replica, "model": model, "endpoints": list(args.endpoints), "api": args.api,
             "rate": args.rate, "concurrency": args.concurrency, "arrivals": args.arrivals,
-            "burstiness": args.burstiness, "seed": args.seed, "slo": args.slo_bounds}
+            "burstiness": args.burstiness, "seed": args.seed, "slo": args.slo_bounds,
+            "protocol_errors": target.protocol_errors}
     return RecordsFile(tuple(records), window, meta), monitor.delays, scraper.samples
 
 
@@ -188,13 +190,19 @@ def main(argv: list[str] | None = None) -> int:
     """Run the load, validate the client, report the metrics; exit 3 when the client could not keep up."""
     args = parse_args(argv)
     replica = replica_index()
-    data, delays, scrapes = asyncio.run(run(args, replica))
+    try:
+        data, delays, scrapes = asyncio.run(run(args, replica))
+    except client.ServerError as e:
+        print(f"llm_load: error: {e}", file=sys.stderr, flush=True)
+        return 2
     arrivals = Arrivals(args.rate, args.arrivals, args.burstiness) if args.rate is not None else None
     checked = validate.check(data.records, data.window, delays, arrivals=arrivals, concurrency=args.concurrency,
                              max_lag=args.max_lag, send_window=data.window if args.duration is not None else None)
     data = replace(data, meta={**data.meta, "valid": checked.valid, "invalid_reasons": list(checked.reasons),
                                "client": checked.metrics})
     _write_outputs(args, replica, data, scrapes)
+    for reason, count in data.meta["protocol_errors"].items():
+        print(f"{count} answer(s) given up as protocol errors: {reason}", file=sys.stderr, flush=True)
     metrics = serving_metrics(data, args.slo_bounds)
     if data.meta.get("energy_joules") is not None:
         metrics |= energy_metrics(data.meta["energy_joules"], data.records, data.window)

@@ -22,7 +22,7 @@ import uuid
 from aiohttp import web
 
 from .llm_engine import Engine, ModelConfig, Sequence, build_model, decode, encode
-from .openai_prompt import prompt_of
+from .openai_prompt import MAX_BODY_BYTES, include_usage, max_tokens_of, prompt_of, read_body
 
 MODEL_NAME = "kubebench-tiny"
 
@@ -35,12 +35,14 @@ class Server:
         self.started = time.time()
 
     async def completions(self, request: web.Request) -> web.StreamResponse:
-        """Both completion APIs; stream or not."""
+        """Both completion APIs; stream or not. A request whose client leaves is cancelled in the
+        engine (as vLLM aborts one), so abandoned requests cost no decoding."""
         try:
-            body = await request.json()
+            body = read_body(await self._read(request))
             chat = request.path.endswith("/chat/completions")
             prompt = prompt_of(body, chat)
-            max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
+            max_tokens = max_tokens_of(body)
+            usage = include_usage(body)
         except (ValueError, KeyError, IndexError, TypeError, AttributeError) as e:
             return _error(400, f"bad request: {type(e).__name__}: {e}")
         shape = self.engine.model.shape
@@ -53,17 +55,39 @@ class Server:
         seq = Sequence(tokens, max_tokens, lambda t: loop.call_soon_threadsafe(out.put_nowait, t),
                        ignore_eos=bool(body.get("ignore_eos", False)))
         self.engine.submit(seq)
-        if body.get("stream"):
-            usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            return await self._stream(request, out, chat, len(tokens), usage)
-        return await self._whole(out, chat, len(tokens))
+        try:
+            if body.get("stream"):
+                return await self._stream(request, out, chat, len(tokens), usage)
+            return await self._whole(request, out, chat, len(tokens))
+        except ConnectionError:  # the client left: nothing to answer, and nothing more to decode
+            self.engine.cancel(seq)
+            return web.Response(status=499)
+        except BaseException:  # the handler cancelled (its client left), or a bug: stop decoding either way
+            self.engine.cancel(seq)
+            raise
+
+    @staticmethod
+    async def _read(request: web.Request) -> bytes:
+        try:
+            return await request.read()
+        except ConnectionError as e:  # the client left while sending: a ValueError (400) nobody reads
+            raise ValueError("the client left") from e
+
+    @staticmethod
+    async def _next(request: web.Request, out: asyncio.Queue) -> int | None:
+        """The next token, or None at the end; ConnectionResetError once the client has left (checked at
+        every token, whether or not the server cancels handlers of lost connections)."""
+        token = await out.get()
+        if token is not None and (request.transport is None or request.transport.is_closing()):
+            raise ConnectionResetError("the client left")
+        return token
 
     async def _stream(self, request: web.Request, out: asyncio.Queue, chat: bool, prompt_tokens: int,
                       usage: bool) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         await response.prepare(request)
         ident, produced = f"cmpl-{uuid.uuid4().hex[:12]}", 0
-        while (token := await out.get()) is not None:
+        while (token := await self._next(request, out)) is not None:
             produced += 1
             await response.write(_event(self._chunk(ident, chat, decode(token))))
         if usage:
@@ -72,9 +96,9 @@ class Server:
         await response.write(b"data: [DONE]\n\n")
         return response
 
-    async def _whole(self, out: asyncio.Queue, chat: bool, prompt_tokens: int) -> web.Response:
+    async def _whole(self, request: web.Request, out: asyncio.Queue, chat: bool, prompt_tokens: int) -> web.Response:
         text = []
-        while (token := await out.get()) is not None:
+        while (token := await self._next(request, out)) is not None:
             text.append(decode(token))
         choice = ({"index": 0, "message": {"role": "assistant", "content": "".join(text)}, "finish_reason": "length"}
                   if chat else {"index": 0, "text": "".join(text), "finish_reason": "length"})
@@ -99,6 +123,7 @@ class Server:
         s, engine = self.engine.stats, self.engine
         lines = [
             ("counter", "kubebench_llm_requests_total", s["requests_total"]),
+            ("counter", "kubebench_llm_requests_cancelled_total", s["requests_cancelled_total"]),
             ("counter", "kubebench_llm_generated_tokens_total", s["tokens_total"]),
             ("counter", "kubebench_llm_decode_steps_total", s["steps_total"]),
             ("counter", "kubebench_llm_decode_seconds_total", s["step_seconds_total"]),
@@ -128,7 +153,7 @@ def _error(status: int, message: str) -> web.Response:
 def make_app(engine: Engine, name: str = MODEL_NAME) -> web.Application:
     """The aiohttp application serving ``engine``."""
     server = Server(engine, name)
-    app = web.Application()
+    app = web.Application(client_max_size=MAX_BODY_BYTES)
     app.router.add_post("/v1/completions", server.completions)
     app.router.add_post("/v1/chat/completions", server.completions)
     app.router.add_get("/v1/models", server.models)
@@ -175,7 +200,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     engine = build_engine(args)
     print(f"serving {args.name} on http://{args.host}:{args.port}/v1 (max batch {args.max_batch})", flush=True)
-    web.run_app(make_app(engine, args.name), host=args.host, port=args.port, access_log=None, print=None)
+    web.run_app(make_app(engine, args.name), host=args.host, port=args.port, access_log=None, print=None,
+                handler_cancellation=True)  # a client that leaves cancels its handler, which cancels its request
     engine.stop()
 
 

@@ -3,6 +3,45 @@ reference server and the fake one of the tests); no heavy imports."""
 
 from __future__ import annotations
 
+import json
+
+#: Bytes of a request's body (aiohttp's default, named): a larger one is answered 413.
+MAX_BODY_BYTES = 1_048_576
+
+
+def read_body(data: bytes) -> dict:
+    """A request's JSON object; ValueError for anything else: not JSON, not UTF-8, ``Infinity`` or
+    ``NaN`` (which Python's parser reads but JSON has not), nested too deep for Python's parser."""
+    try:
+        body = json.loads(data, parse_constant=_not_json)
+    except RecursionError as e:
+        raise ValueError("the body is nested too deep") from e
+    if not isinstance(body, dict):
+        raise ValueError("the body must be a JSON object")
+    return body
+
+
+def _not_json(name: str) -> object:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def max_tokens_of(body: dict, default: int = 16) -> int:
+    """``max_tokens`` (or ``max_completion_tokens``): a whole number; TypeError for anything else."""
+    value = body.get("max_tokens", body.get("max_completion_tokens"))
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError("max_tokens must be a whole number")
+    return value
+
+
+def include_usage(body: dict) -> bool:
+    """Whether the stream should end with usage (``stream_options.include_usage``)."""
+    options = body.get("stream_options") or {}
+    if not isinstance(options, dict):
+        raise TypeError("stream_options must be an object")
+    return bool(options.get("include_usage"))
+
 
 def prompt_of(body: dict, chat: bool) -> str | list[int]:
     """``messages`` of a chat request, else ``prompt``; ``ValueError``/``TypeError``/``KeyError`` say what
