@@ -245,6 +245,43 @@ def _entry(run_path: Folder, folder_fd: int, prefix: str, name: str) -> Entry | 
     return None
 
 
+def local_files(run_path: Folder, relative: str) -> list[tuple[str, int]]:
+    """Every regular file at or below ``relative`` of a local run folder: (path in the run, size), sorted.
+
+    Folders are descended into only when they are folders, never through a link; a link is listed as
+    the file it leads to when that file is in the run (as the browser lists it), else left out."""
+    relative = checked(relative)
+    found: list[tuple[str, int]] = []
+    todo = [relative]
+    while todo:
+        here = todo.pop()
+        with open_local(run_path, here) as opened:
+            if opened.is_file:
+                found.append((here, opened.stat.st_size))
+                continue
+            if not opened.is_dir:
+                continue
+            prefix = f"{here}/" if here else ""
+            for name in os.listdir(opened.fd):
+                status = _lstat(name, opened.fd)
+                if status is None:
+                    continue
+                if stat.S_ISDIR(status.st_mode):
+                    todo.append(prefix + name)
+                elif stat.S_ISREG(status.st_mode) or stat.S_ISLNK(status.st_mode):
+                    entry = _entry(run_path, opened.fd, prefix, name)
+                    if entry is not None and not entry.is_dir:
+                        found.append((entry.path, entry.size))
+    return sorted(found)
+
+
+def _lstat(name: str, folder_fd: int) -> os.stat_result | None:
+    try:
+        return os.stat(name, dir_fd=folder_fd, follow_symlinks=False)
+    except OSError:
+        return None  # removed meanwhile
+
+
 def _list_remote(run_path: str, relative: str) -> list[Entry]:
     prefix = f"{relative}/" if relative else ""
     # only what is below the folder: fsspec lists a file named ``relative`` as itself, and it is no folder

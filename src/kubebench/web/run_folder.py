@@ -61,7 +61,7 @@ class RunFolder:
         except OSError as e:
             os.close(fd)
             if e.errno in (errno.ELOOP, errno.EMLINK, errno.ENOTDIR):
-                raise HTTPException(403, "the run's folder is not a folder (a link?): not served") from None
+                raise HTTPException(403, f"the run's folder {self.url} is a link or not a folder: refused") from None
             raise HTTPException(404, f"the run's folder {self.url} is gone") from None
         return fd
 
