@@ -76,7 +76,7 @@ def test_outputs_of_unknown_runs_and_files_are_clear_errors(home: Path, write) -
     assert "output/worker-0.log" in invoke("outputs", run_id).output  # the local default works alike
     for args, message in ((["nope"], "no run 'nope' in the store"),
                           ([run_id, "output/absent.log"], "no files at 'output/absent.log'"),
-                          ([run_id, "../../kubebench.db"], "leaves the run's folder")):
+                          ([run_id, "../../kubebench.db"], "leave the run's folder")):
         result = invoke("outputs", *args)
         assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output
 

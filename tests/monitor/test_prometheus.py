@@ -29,7 +29,8 @@ def test_prometheus_scrapes_the_store_s_metrics(run_spec, SPEC: str, prometheus:
         found = prometheus.wait_for('kubebench_runs{experiment="exp", state="succeeded"}', scaled(30))
         assert found[0]["value"][1] == "2" and found[0]["metric"]["name"] == "spin"
         latest = prometheus.wait_for('kubebench_metric{experiment="exp", metric="ops"}', scaled(30))
-        assert sorted(s["metric"]["params"] for s in latest) == ["n=1", "n=2"]
+        assert sorted(s["metric"]["trial"] for s in latest) == sorted(r.trial_id for r in runs)
+        assert "params" not in latest[0]["metric"]  # spec text is no label (review 2026-12-02, N8)
         assert {s["value"][1] for s in latest} == {"1"}
         count = prometheus.wait_for('kubebench_run_duration_seconds_count{experiment="exp"}', scaled(30))
         assert count[0]["value"][1] == "2"

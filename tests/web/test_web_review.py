@@ -45,7 +45,7 @@ def review(tmp_path_factory):
     ux_home.record(store, "live-1", ux_home.CNN_SPEC, lambda p, r: (
         ("succeeded", {"images_per_sec": 100.0}) if p["workers"] == 1 else ("running", {}) if r == 0
         else ("pending", {})))
-    runs = home / "runs"
+    runs = config.experiments_root / "steps-1"  # where the dashboard serves runs' files from
     ux_home.record(store, "steps-1", ux_home.CNN_SPEC.replace("batch_size: [16, 32]", "batch_size: 16"),
                    lambda p, r: ("succeeded", {"images_per_sec": 1000.0 * p["workers"], "step_time_p50": 0.016,
                                                "warmup_steps_detected": 5.0, "steady_step_time": 0.016,

@@ -55,7 +55,10 @@ def build(web_home, folder: Path) -> UiHome:
     # SQLite's backup API: a consistent copy, with what is still in the write-ahead log
     with sqlite3.connect(web_home.home / "kubebench.db") as source, sqlite3.connect(home / "kubebench.db") as copy:
         source.backup(copy)
-    config = make_settings(home=home, store=f"sqlite:///{home / 'kubebench.db'}", storage=str(home / "experiments"))
+    # the copied runs' folders are in web_home's experiments root: the dashboard serves them as the storage it
+    # is given (it serves no folder a row names outside its roots, review 2026-12-02 N1)
+    config = make_settings(home=home, store=f"sqlite:///{home / 'kubebench.db'}",
+                           storage=str(web_home.home / "experiments"))
     ui = UiHome(home, config, web_home.baseline, web_home.candidate, web_home.failed)
     store = ui.store()
     ok = lambda size, repeat: {"throughput": 100.0 * size + repeat, "latency": 10.0 / size}  # noqa: E731

@@ -10,6 +10,9 @@ Grammar (keywords in any case)::
     OP     := = == != < <= > >= ~        (~: contains, case-insensitive)
     value  := number | "text" | 'text' | word (1.4.2 is a word: it is not a number)
 
+``(`` and ``not`` nest at most :data:`MAX_DEPTH` levels: the parser and the predicate it returns
+recurse once per level, and a query is read from an unauthenticated request.
+
 A field a row lacks makes its comparison false. Numbers compare as numbers; ``<``-style operators on
 text compare text. Pure: :func:`parse` returns a predicate over rows (``{"params": {…}, "metrics": {…}, …}``);
 a malformed query is a SpecError that says where.
@@ -26,6 +29,9 @@ from ..errors import SpecError
 SECTIONS = ("params", "metrics", "labels", "tags", "env", "experiment")
 _TOKEN = re.compile(r"""\s*(?:(?P<num>-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)(?![\w.])|(?P<str>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')
                         |(?P<op>==|!=|<=|>=|=|<|>|~)|(?P<paren>[()])|(?P<word>\w[\w.\-:/]*))""", re.X)
+
+#: Levels of ``(`` and ``not`` one inside another (real queries use two or three).
+MAX_DEPTH = 32
 
 Row = dict
 Predicate = Callable[[Row], bool]
@@ -55,7 +61,7 @@ def _tokens(text: str) -> list[_Token]:
 
 class _Parser:
     def __init__(self, text: str) -> None:
-        self.tokens, self.i, self.text = _tokens(text), 0, text
+        self.tokens, self.i, self.text, self.depth = _tokens(text), 0, text, 0
 
     def peek(self) -> _Token | None:
         return self.tokens[self.i] if self.i < len(self.tokens) else None
@@ -89,17 +95,29 @@ class _Parser:
             raise self.fail("a comparison such as params.batch_size >= 32")
         if self.is_word("not"):
             self.i += 1
-            inner = self.factor()
+            inner = self.nested(self.factor)
             return lambda row: not inner(row)
         if token.kind == "paren" and token.text == "(":
             self.i += 1
-            inner = self.expr()
+            inner = self.nested(self.expr)
             closing = self.peek()
             if closing is None or closing.text != ")":
                 raise self.fail("')'")
             self.i += 1
             return inner
         return self.comparison()
+
+    def nested(self, parse: Callable[[], Predicate]) -> Predicate:
+        """``parse()`` one level deeper; SpecError at the token that goes past :data:`MAX_DEPTH`."""
+        if self.depth >= MAX_DEPTH:
+            token = self.tokens[self.i - 1]
+            raise SpecError(f"invalid query at column {token.column}: '(' and 'not' nest more than "
+                            f"{MAX_DEPTH} levels deep")
+        self.depth += 1
+        try:
+            return parse()
+        finally:
+            self.depth -= 1
 
     def comparison(self) -> Predicate:
         field = self.peek()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Annotated, Optional
 
@@ -17,15 +18,22 @@ def outputs(
     path: Annotated[Optional[str], typer.Argument(help="A file to print, or a folder to list (e.g. output/master-0.log).")] = None,
     store: StoreOpt = None,
 ) -> None:
-    """List a run's files in shared storage (config, output, result), or print one of them."""
+    """List a run's files in shared storage (config, output, result), or print one of them.
+
+    A run folder on this machine is read as the dashboard reads it: no link is followed out of it.
+    """
     from ..errors import NotFoundError
     from ..settings import settings
     from ..storage import Storage
+    from ..storage.storage import is_local
     from ..store.store import open_store
 
     run = open_store(settings(store).store_url).run(run_id)
     if not run.path:
         raise NotFoundError(f"run {run_id!r} has not started yet ({run.status}): it has no files")
+    if is_local(run.path):
+        _local_outputs(run, path)
+        return
     folder = Storage(run.path)
     if path and folder.is_file(path):
         sys.stdout.buffer.write(folder.read(path))
@@ -39,6 +47,42 @@ def outputs(
 
     for name, size in files:  # a workload names its files: shown escaped, one line each
         sys.stdout.write(f"{size:>12}  {safe_line(name)}\n")
+
+
+def _local_outputs(run, path: str | None) -> None:
+    """``outputs`` of a run folder on this machine, through the dashboard's walk (kubebench.web.files):
+    the run's and its experiment's folders are no links, and no link leads out of the run's folder."""
+    from pathlib import Path
+
+    from fastapi import HTTPException
+
+    from ..errors import KubebenchError, NotFoundError
+    from ..web import files
+    from ..web.run_folder import RunFolder
+
+    given = Path(run.path.removeprefix("file://").removeprefix("local://").rstrip("/")).expanduser()
+    if (given.parent.name, given.name) != (run.experiment_id, run.run_id):
+        raise KubebenchError(f"the store records {str(given)!r} as the folder of run {run.run_id}: not a folder "
+                             f"kubebench made for it (<storage>/{run.experiment_id}/{run.run_id}), not read")
+    folder = RunFolder(str(given.parent.parent), run.experiment_id, run.run_id)
+    try:
+        relative = files.checked(path or "")
+        with files.open_local(folder, relative) as opened:
+            if opened.is_file:
+                while chunk := os.read(opened.fd, 1 << 20):
+                    sys.stdout.buffer.write(chunk)
+                sys.stdout.flush()
+                return
+        found = files.local_files(folder, relative)
+    except HTTPException as e:
+        if e.status_code != 404:
+            raise KubebenchError(str(e.detail)) from None
+        found = []
+    if not found:
+        where = f"{path!r} in " if path else ""
+        raise NotFoundError(f"no files at {where}{given} (list them with `kubebench outputs {run.run_id}`)")
+    for name, size in found:
+        sys.stdout.write(f"{size:>12}  {name}\n")
 
 
 @app.command()

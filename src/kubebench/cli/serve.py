@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from . import StoreOpt, app, expected_errors, make_console
+from . import StorageOpt, StoreOpt, app, expected_errors, make_console
 
 
 def _token(value: Optional[str]) -> Optional[str]:
@@ -27,6 +27,7 @@ def _token(value: Optional[str]) -> Optional[str]:
 @expected_errors
 def serve(
     store: StoreOpt = None,
+    storage: StorageOpt = None,
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port to listen on.")] = 8080,
     read_only: Annotated[bool, typer.Option("--read-only", help="Serve pages and results only: every change is refused.")] = False,
@@ -40,7 +41,10 @@ def serve(
              "this machine in DNS. Loopback names and the listening address are always answered; other names "
              "are refused (400), so that a web page cannot reach the dashboard by rebinding its own name.")] = None,
 ) -> None:
-    """Serve the dashboard (pages, JSON API at /api, docs at /docs) and /metrics for Prometheus."""
+    """Serve the dashboard (pages, JSON API at /api, docs at /docs) and /metrics for Prometheus.
+
+    Runs' files are served from the experiments root and from --storage only, whatever the store records.
+    """
     import uvicorn
     from rich.text import Text
 
@@ -52,7 +56,7 @@ def serve(
     from ..web.headers import allowed_hosts
 
     bound = bind(host, port)  # before anything is printed: a busy port is one clear error
-    config = settings(store)
+    config = settings(store, storage=storage)
     token = token or new_token()
     web = make_app(open_store(config.store_url), config, token=token, read_only=read_only,
                    allowed_hosts=allowed_hosts(host, allowed_host or ()))

@@ -78,7 +78,7 @@ def build() -> Any:
         .with_target(_query(f"kubebench_metric{{{_EXP}}}", "{{trial}} {{metric}}", instant=True))
     ).with_panel(_timeseries(
         "Results over time (latest run per trial; pushed results)", "short",
-        _query(f"kubebench_metric{{{_EXP}}}", "{{experiment}} {{params}} {{metric}}"),
+        _query(f"kubebench_metric{{{_EXP}}}", "{{experiment}} {{trial}} {{metric}}"),
         _query(f"kubebench_run_metric{{{_EXP}}}", "pushed {{experiment}} {{trial}} {{metric}}", ref="B"),
     ))
     board = board.with_row(db.Row("Telemetry of runs in flight")).with_panel(

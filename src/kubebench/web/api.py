@@ -73,6 +73,14 @@ def experiments(
                       for r in page.items]}
 
 
+def _runner_gone(request: Request, experiment_id: str, state: str) -> bool:
+    """Whether the store says the experiment runs while no runner does (killed: see kubebench.liveness)."""
+    from ..liveness import runner_gone
+
+    return (state == "running" and not _launcher(request).is_active(experiment_id)
+            and runner_gone(_store(request), request.app.state.settings, experiment_id))
+
+
 @router.get("/experiments/{experiment_id}", response_model=models.ExperimentDetail)
 def experiment(request: Request, experiment_id: ExperimentId) -> dict:
     """One experiment: spec, metrics, swept parameters, trials with statistics, and its runs."""
@@ -80,6 +88,9 @@ def experiment(request: Request, experiment_id: ExperimentId) -> dict:
     job = launcher.job(experiment_id)
     detail = queries.experiment_detail(_store(request), experiment_id, launcher.is_active(experiment_id),
                                        job is not None)
+    if _runner_gone(request, experiment_id, detail["state"]):
+        detail.update(state="interrupted", runner="gone", resume=queries.resume_command(_store(request).experiment(
+            experiment_id)))
     if job is not None:
         detail["runner_log"] = mask_url(queries.runner_log(job))  # whatever the runner printed
     return detail
@@ -101,6 +112,8 @@ def _progress(request: Request, experiment_id: str) -> dict:
     record = _store(request).experiment(experiment_id)
     summary = queries.experiment_summary(record)
     state = queries.live_state(record, launcher.is_active(experiment_id))
+    if _runner_gone(request, experiment_id, state):
+        state = "interrupted"
     return {"state": state, "partial": queries.partial(state, summary["runs_by_status"]),
             "runs_by_status": summary["runs_by_status"], "runs": summary["runs"]}
 
@@ -156,9 +169,17 @@ def launch(request: Request, body: LaunchRequest) -> dict | JSONResponse:
 @router.post("/experiments/{experiment_id}/cancel", status_code=202, response_model=models.Cancelled,
              dependencies=[Writer], responses={409: {"model": models.Problem}})
 def cancel(request: Request, experiment_id: ExperimentId) -> dict:
-    """Cancel an experiment this server launched and still runs (its run in flight is cancelled)."""
-    _store(request).experiment(experiment_id)
+    """Cancel an experiment this server launched and still runs (its run in flight is cancelled), or one
+    whose runner is gone (killed): its runs left pending or running are recorded as cancelled."""
+    from ..liveness import cancel_abandoned
+
+    record = _store(request).experiment(experiment_id)
     launcher = _launcher(request)
+    if not launcher.launched_here(experiment_id) and _runner_gone(request, experiment_id,
+                                                                  queries.live_state(record, False)):
+        cancel_abandoned(_store(request), request.app.state.settings, experiment_id,
+                         "cancelled from the dashboard; its runner had stopped (killed?) while it ran")
+        return {"id": experiment_id, "cancelled": True}
     if not launcher.launched_here(experiment_id):
         raise HTTPException(409, f"experiment {experiment_id} was not launched by this server: "
                                  "stop its `kubebench run` where it runs (Ctrl-C)")
@@ -172,12 +193,14 @@ def cancel(request: Request, experiment_id: ExperimentId) -> dict:
 def delete(request: Request, experiment_id: ExperimentId) -> Response:
     """Delete an experiment: its rows in the store and its runs' folders (as ``kubebench delete``).
 
-    409 while it runs (launched here, recorded running, or its runner's lock held).
+    409 while it runs (launched here, or recorded running and its runner not known to be gone, or its
+    runner's lock held).
     """
     from ..deletion import delete as delete_experiment, plan_deletion
 
     store, launcher, settings = _store(request), _launcher(request), request.app.state.settings
-    if launcher.is_active(experiment_id) or store.experiment(experiment_id).state == "running":
+    state = store.experiment(experiment_id).state
+    if launcher.is_active(experiment_id) or (state == "running" and not _runner_gone(request, experiment_id, state)):
         raise HTTPException(409, f"experiment {experiment_id} is running: cancel it first")
     delete_experiment(store, settings, plan_deletion(store, settings, experiment_id))
     launched = (settings.home / "launched").resolve()

@@ -12,8 +12,9 @@ from fastapi.responses import PlainTextResponse, Response
 from pydantic import AfterValidator
 
 from .. import ids
-from ..storage.storage import Storage, is_local, local_path
+from ..storage.storage import Storage
 from . import files as run_files, models, queries
+from .run_folder import RunFolder, run_folder
 from .served import DescriptorResponse
 
 router = APIRouter(prefix="/runs")
@@ -30,21 +31,34 @@ def _run(request: Request, run_id: str):
     return request.app.state.store.run(run_id)
 
 
+def _folder(request: Request, record) -> RunFolder:
+    """The run's folder that may be served (:mod:`.run_folder`): 404 when none yet, 403 when the row
+    names a folder outside the dashboard's roots."""
+    return run_folder(request.app.state.settings, record.run_id, record.experiment_id, record.path)
+
+
+def _folder_or_none(request: Request, record) -> RunFolder | None:
+    try:
+        return _folder(request, record)
+    except HTTPException:
+        return None
+
+
 def _is_replica(name: str) -> bool:
     """Whether ``name`` is one the log route serves: the listing offers no other (``a..b``, ``<svg>``)."""
     return _REPLICA.fullmatch(name) is not None and ".." not in name
 
 
-def _log_names(run_path: str) -> list[str]:
+def _log_names(folder: RunFolder | None) -> list[str]:
     """Replica log names (``worker-0``), rank 0 first."""
-    if not run_path:
+    if folder is None:
         return []
-    if is_local(run_path):
+    if folder.is_local:
         from ..collect.metrics import replica_logs
 
-        return [p.stem for p in replica_logs(local_path(run_path) / "output") if _is_replica(p.stem)]
+        return [p.stem for p in replica_logs(Path(folder.url) / "output") if _is_replica(p.stem)]
     try:
-        found = Storage(run_path).files("output")
+        found = Storage(folder.url).files("output")
     except Exception:  # noqa: BLE001  (a folder not uploaded yet, unreachable storage: no logs to offer)
         return []
     return sorted(Path(name).stem for name, _ in found
@@ -58,20 +72,21 @@ def run(request: Request, run_id: RunId) -> dict:
     store = request.app.state.store
     series = sorted(store.telemetry(run_id))
     experiment = store.experiment(record.experiment_id)
+    folder = _folder_or_none(request, record)
     return {**queries.run_summary(record), "experiment_id": record.experiment_id, "log_tail": record.log_tail,
-            "provenance": record.provenance, "path": record.path, "logs": _log_names(record.path),
+            "provenance": record.provenance, "path": record.path, "logs": _log_names(folder),
             "telemetry": series, "info": record.info, "metric_list": queries.run_metrics(experiment, record),
-            "step_times": _has_step_times(record.path)}
+            "step_times": _has_step_times(folder)}
 
 
-def _has_step_times(run_path: str) -> bool:
+def _has_step_times(folder: RunFolder | None) -> bool:
     """Whether the run wrote ``output/step_times.json`` (its per-step times, which the run page plots)."""
-    if not run_path:
+    if folder is None:
         return False
-    if is_local(run_path):
-        return (local_path(run_path) / "output" / "step_times.json").is_file()
+    if folder.is_local:
+        return (Path(folder.url) / "output" / "step_times.json").is_file()
     try:
-        return any(name == "output/step_times.json" for name, _ in Storage(run_path).files("output"))
+        return any(name == "output/step_times.json" for name, _ in Storage(folder.url).files("output"))
     except Exception:  # noqa: BLE001  (unreachable storage: no plot, the page is whole without it)
         return False
 
@@ -86,8 +101,8 @@ def log(request: Request, run_id: RunId, replica: str,
     if not _is_replica(replica):
         raise HTTPException(400, f"{replica!r} is not a replica name (like worker-0)")
     relative = f"output/{replica}.log"
-    root = run_files.run_root(record.path)
-    if not is_local(root):
+    root = _folder(request, record)
+    if not root.is_local:
         return Response(run_files.read_remote(root, relative), media_type="text/plain; charset=utf-8",
                         headers=SAFE_HEADERS)
     with _open_file(root, relative, f"run {run_id} has no log of replica {replica!r}") as opened:
@@ -97,7 +112,7 @@ def log(request: Request, run_id: RunId, replica: str,
                                   start=start, prefix=note)
 
 
-def _open_file(root: str, relative: str, missing: str) -> run_files.Opened:
+def _open_file(root: RunFolder, relative: str, missing: str) -> run_files.Opened:
     """The run's file, opened once (see :mod:`.files`); 404 with ``missing`` when it is not a file."""
     opened = run_files.open_local(root, relative)
     if not opened.is_file:
@@ -131,7 +146,7 @@ def folder(request: Request, run_id: RunId,
            path: Annotated[str, Query(description="folder relative to the run's folder")] = "") -> dict:
     """The entries of one folder of the run (folders first)."""
     record = _run(request, run_id)
-    entries = run_files.list_folder(record.path, path)
+    entries = run_files.list_folder(_folder(request, record), path)
     return {"path": run_files.checked(path), "entries": [e.__dict__ for e in entries]}
 
 
@@ -142,11 +157,11 @@ def file(request: Request, run_id: RunId, path: str,
     """One file of the run: a download, or plain text with ``?inline=1`` (never rendered as a page)."""
     record = _run(request, run_id)
     relative = run_files.checked(path)
-    root = run_files.run_root(record.path)
+    root = _folder(request, record)
     name = relative.rsplit("/", 1)[-1]
     media = "text/plain; charset=utf-8" if inline else "application/octet-stream"
     disposition = "inline" if inline else "attachment"
-    if not is_local(root):
+    if not root.is_local:
         data = run_files.read_remote(root, relative)
         return Response(data, media_type=media, headers={
             **SAFE_HEADERS, "Content-Disposition": f"{disposition}; filename=\"{_ascii(name)}\""})

@@ -26,7 +26,7 @@ def make_app(store, settings=None, token: str | None = None, read_only: bool = F
 
     from .. import __version__
     from ..monitor.exposition import make_registry
-    from . import api, benchmarks, decisions, history, pages, timeline
+    from . import api, benchmarks, decisions, history, pages, sparklines, timeline
     from .auth import BodyLimit
     from .headers import LOOPBACK_HOSTS, SecurityHeaders
     from .launcher import Launcher
@@ -57,7 +57,8 @@ def make_app(store, settings=None, token: str | None = None, read_only: bool = F
     web.include_router(benchmarks.router)  # the Benchmark resources of the namespace (kubebench.web.benchmarks)
     _api_docs(web)
     web.include_router(pages.router)
-    web.include_router(history.router)  # series history, sparklines, runs table (kubebench.web.history)
+    web.include_router(history.router)  # series history, runs table (kubebench.web.history)
+    web.include_router(sparklines.router)  # the list's trends (kubebench.web.sparklines)
     web.include_router(timeline.router)  # where the time goes: run timelines, phases (kubebench.web.timeline)
     web.include_router(decisions.router)  # sequential decisions of a run --decide-against (kubebench.web.decisions)
     web.mount("/static", StaticFiles(directory=STATIC), name="static")

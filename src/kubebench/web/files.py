@@ -9,6 +9,10 @@ leads out, 400 for a loop), and the descriptor so opened is what is listed or se
 into these folders while they are browsed, so nothing is checked by path and then opened again: a
 folder swapped for a link between a check and an open cannot lead out. Remote folders (``s3://…``)
 are read through fsspec (:class:`kubebench.storage.Storage`), which has no links.
+
+Which run folder is read at all is :mod:`.run_folder`'s rule (under the dashboard's own roots,
+whatever a store row says); the functions here take its :class:`~.run_folder.RunFolder`, or a plain
+folder where the caller has its own rule (``kubebench outputs``).
 """
 
 from __future__ import annotations
@@ -24,6 +28,10 @@ from pathlib import Path, PurePosixPath
 from fastapi import HTTPException
 
 from ..storage.storage import Storage, is_local, local_path
+from .run_folder import RunFolder
+
+#: A run's folder: checked by :func:`.run_folder.run_folder`, or a plain path or URL.
+Folder = RunFolder | str
 
 _ENCODED = re.compile(r"%[0-9A-Fa-f]{2}")
 #: Largest remote file served (it is read into memory); local files are streamed whatever their size.
@@ -66,6 +74,15 @@ def run_root(run_path: str) -> str:
     return run_path
 
 
+def _url(run_path: Folder) -> str:
+    return run_path.url if isinstance(run_path, RunFolder) else run_path
+
+
+def is_local_folder(run_path: Folder) -> bool:
+    """Whether the run's folder is on this machine (else in remote storage, read through fsspec)."""
+    return is_local(_url(run_path))
+
+
 class Opened:
     """An open file or folder of a run, with its status at open time; closes its descriptor on exit."""
 
@@ -95,16 +112,19 @@ class Opened:
             self.fd = -1
 
 
-def open_local(run_path: str, relative: str) -> Opened:
+def open_local(run_path: Folder, relative: str) -> Opened:
     """``relative`` (already :func:`checked`) under the local run folder, opened as described above.
 
     404 when the run's folder, or the path, is not there; 403 when it leads out; 400 for a loop.
     """
-    root = local_path(run_path)
-    try:
-        root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError:
-        raise HTTPException(404, f"the run's folder {root} is gone") from None
+    if isinstance(run_path, RunFolder):
+        root, root_fd = Path(run_path.url), run_path.open()
+    else:
+        root = local_path(run_path)
+        try:
+            root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            raise HTTPException(404, f"the run's folder {root} is gone") from None
     try:
         fd = _walk(root_fd, root, relative)
     finally:
@@ -187,15 +207,16 @@ def _not_there(relative: str, error: OSError) -> HTTPException:
     return HTTPException(403, f"path refused: {relative!r} cannot be read ({error.strerror})")
 
 
-def list_folder(run_path: str, relative: str) -> list[Entry]:
+def list_folder(run_path: Folder, relative: str) -> list[Entry]:
     """Folders first, then files, of the folder ``relative`` of the run."""
     relative = checked(relative)
-    run_root(run_path)
-    entries = _list_local(run_path, relative) if is_local(run_path) else _list_remote(run_path, relative)
+    run_root(_url(run_path))
+    local = is_local_folder(run_path)
+    entries = _list_local(run_path, relative) if local else _list_remote(_url(run_path), relative)
     return sorted(entries, key=lambda e: (not e.is_dir, e.name))
 
 
-def _list_local(run_path: str, relative: str) -> list[Entry]:
+def _list_local(run_path: Folder, relative: str) -> list[Entry]:
     prefix = f"{relative}/" if relative else ""
     with open_local(run_path, relative) as folder:
         if not folder.is_dir:
@@ -204,7 +225,7 @@ def _list_local(run_path: str, relative: str) -> list[Entry]:
         return [entry for entry in found if entry is not None]
 
 
-def _entry(run_path: str, folder_fd: int, prefix: str, name: str) -> Entry | None:
+def _entry(run_path: Folder, folder_fd: int, prefix: str, name: str) -> Entry | None:
     """A folder or a regular file as listed; a link as what it leads to, when the browser would open
     it (a link out of the run, or to nothing, is not shown); anything else (a FIFO…) is not shown."""
     try:
@@ -224,6 +245,43 @@ def _entry(run_path: str, folder_fd: int, prefix: str, name: str) -> Entry | Non
     return None
 
 
+def local_files(run_path: Folder, relative: str) -> list[tuple[str, int]]:
+    """Every regular file at or below ``relative`` of a local run folder: (path in the run, size), sorted.
+
+    Folders are descended into only when they are folders, never through a link; a link is listed as
+    the file it leads to when that file is in the run (as the browser lists it), else left out."""
+    relative = checked(relative)
+    found: list[tuple[str, int]] = []
+    todo = [relative]
+    while todo:
+        here = todo.pop()
+        with open_local(run_path, here) as opened:
+            if opened.is_file:
+                found.append((here, opened.stat.st_size))
+                continue
+            if not opened.is_dir:
+                continue
+            prefix = f"{here}/" if here else ""
+            for name in os.listdir(opened.fd):
+                status = _lstat(name, opened.fd)
+                if status is None:
+                    continue
+                if stat.S_ISDIR(status.st_mode):
+                    todo.append(prefix + name)
+                elif stat.S_ISREG(status.st_mode) or stat.S_ISLNK(status.st_mode):
+                    entry = _entry(run_path, opened.fd, prefix, name)
+                    if entry is not None and not entry.is_dir:
+                        found.append((entry.path, entry.size))
+    return sorted(found)
+
+
+def _lstat(name: str, folder_fd: int) -> os.stat_result | None:
+    try:
+        return os.stat(name, dir_fd=folder_fd, follow_symlinks=False)
+    except OSError:
+        return None  # removed meanwhile
+
+
 def _list_remote(run_path: str, relative: str) -> list[Entry]:
     prefix = f"{relative}/" if relative else ""
     # only what is below the folder: fsspec lists a file named ``relative`` as itself, and it is no folder
@@ -238,9 +296,9 @@ def _list_remote(run_path: str, relative: str) -> list[Entry]:
     return list(entries.values())
 
 
-def read_remote(run_path: str, relative: str) -> bytes:
+def read_remote(run_path: Folder, relative: str) -> bytes:
     """The bytes of a remote run file (404 when it is not a file, 413 when too large to serve)."""
-    storage = Storage(run_path)
+    storage = Storage(_url(run_path))
     if not relative or not storage.is_file(relative):
         raise HTTPException(404, f"no file {relative!r} in this run")
     size = dict(storage.files(relative)).get(relative, 0)

@@ -1,14 +1,21 @@
-"""The dashboard's views across experiments: a series' history page, sparklines for the list, and the
-runs table (choose columns, sort, filter with a small query language, parallel coordinates, notes and tags).
+"""The dashboard's views across experiments: a series' history page and the runs table (choose columns,
+sort, filter with a small query language, parallel coordinates, notes and tags). The list's sparklines
+are :mod:`.sparklines`.
 
 History is computed as ``kubebench history`` computes it (``analyse.history.load_history`` → analyse), and
 cached per series until the series changes (:func:`~kubebench.store.series.series_version`): a series of
 500 experiments × 20 trials takes a few hundred milliseconds to analyse, a page view should not.
+
+These answer without a token, so what the client chooses never makes them compute again (review
+2026-12-02 N4: every ``trial=`` value recomputed the history, even one that matched nothing). The
+history of a series is computed once per metric, every trial at once, and a request's ``trial=``
+only picks trials out of it; a metric the series does not have, or trials that match none, are a 404
+before anything is computed. The answers are cached by the trials picked, not by what was asked.
+The runs table reads at most :data:`MAX_TABLE_ROWS` rows, newest experiments first.
 """
 
 from __future__ import annotations
 
-import statistics
 import threading
 from collections import OrderedDict
 from typing import Annotated
@@ -21,7 +28,13 @@ from ..errors import NotFoundError
 from .auth import require_writer
 
 router = APIRouter()
+#: Answers kept (at most this many, and this many bytes in all), and computed histories (a series × a
+#: metric, every trial) kept.
 _CACHE_SIZE = 16
+_CACHE_BYTES = 64 * 2**20
+_HISTORIES = 4
+#: Rows of experiment × trial one runs-table answer holds at most (newest experiments first).
+MAX_TABLE_ROWS = 5_000
 _lock = threading.Lock()
 
 
@@ -29,11 +42,23 @@ def _store(request: Request):
     return request.app.state.store
 
 
-def _cache(request: Request) -> OrderedDict:
+def _cache(request: Request, name: str = "history_cache") -> OrderedDict:
     state = request.app.state
-    if not hasattr(state, "history_cache"):
-        state.history_cache = OrderedDict()
-    return state.history_cache
+    with _lock:
+        if not hasattr(state, name):
+            setattr(state, name, OrderedDict())
+        return getattr(state, name)
+
+
+def _remember(cache: OrderedDict, key: tuple, value: tuple, size: int, most_bytes: int | None = None) -> None:
+    """Keep ``value`` (``(version, …)``), dropping the oldest past ``size`` entries or, for answers
+    (``(version, bytes)``), past ``most_bytes`` in all."""
+    with _lock:
+        cache[key] = value
+        cache.move_to_end(key)
+        while len(cache) > size or (most_bytes is not None and len(cache) > 1
+                                    and sum(len(v[1]) for v in cache.values()) > most_bytes):
+            cache.popitem(last=False)
 
 
 @router.get("/history/{name}", response_class=HTMLResponse, include_in_schema=False)
@@ -66,93 +91,72 @@ def history_api(request: Request, name: str,
     """A series' history as ``kubebench history -f json`` gives it (``points=true``), plus a Plotly figure of it.
 
     The answer is cached as the bytes sent: encoding the figure of 500 experiments × 20 trials again
-    for every view took FastAPI's encoder ~150 ms, more than the page's whole budget."""
-    from ..analyse.history import load_history, parse_trials
+    for every view took FastAPI's encoder ~150 ms, more than the page's whole budget. ``X-Kubebench-Cache``
+    says whether the history was computed for this request (``miss``) or not (``hit``)."""
+    from ..analyse.history import parse_trials, trial_matches
     from ..present.history import history_dict, history_figure
-    from ..store.series import resolve_series, series_version
-    from ..store.series_reader import StoreSeries
+    from ..store.series import resolve_series, series_version, trial_key
 
+    wanted = parse_trials(trial)
     store = _store(request)
     series = resolve_series(store, name)
-    key = (series, metric, tuple(trial or ()), points)
     version = series_version(store, series)
+    computed, miss = _history(request, series, metric, version)
+    metric_name, found, declared = computed
+    chosen = [h for h in found if trial_matches(h.params, wanted)]
+    if not chosen:
+        raise NotFoundError(f"series {series!r} has no values of {metric_name!r} for trials "
+                            + ", ".join(f"{k}={v}" for k, v in wanted.items()))
+    key = (series, metric_name, tuple(trial_key(h.params) for h in chosen), points)
     cache = _cache(request)
     with _lock:
         hit = cache.get(key)
+    headers = {"X-Kubebench-Cache": "miss" if miss else "hit"}
     if hit and hit[0] == version:
-        return Response(hit[1], media_type="application/json")
-    _, metric_name, found = load_history(StoreSeries(store), series, metric, parse_trials(trial), None)
-    newest = store.experiment(found[0].points[-1].experiment.id)
-    answer = {"series": series, "metric": metric_name, "goal": found[0].goal,
-              "metrics": [m["name"] for m in newest.declared_metrics()],
+        return Response(hit[1], media_type="application/json", headers=headers)
+    answer = {"series": series, "metric": metric_name, "goal": chosen[0].goal, "metrics": declared,
               "trials": [history_dict(h) if points else {**history_dict(h, points=False), "n_points": len(h.points)}
-                         for h in found],
-              "figure": history_figure(found, f"{series}: {metric_name}")}
+                         for h in chosen],
+              "figure": history_figure(chosen, f"{series}: {metric_name}")}
     body = JSONResponse(answer).body
-    with _lock:
-        cache[key] = (version, body)
-        while len(cache) > _CACHE_SIZE:
-            cache.popitem(last=False)
-    return Response(body, media_type="application/json")
+    _remember(cache, key, (version, body), _CACHE_SIZE, _CACHE_BYTES)
+    return Response(body, media_type="application/json", headers=headers)
 
 
-@router.get("/api/sparklines", tags=["api"])
-def sparklines(request: Request, ids: Annotated[str, Query(description="comma-separated experiment ids", max_length=8000)],
-               points: Annotated[int, Query(ge=2, le=100)] = 20) -> dict:
-    """Per experiment: its primary metric's median (first trial), that trial's recent history in its series
-    (the trial named by the parameters that vary within an experiment, as ``kubebench history`` names it:
-    a fixed parameter changed between nights is the same trial), and the last change found in it."""
+def _history(request: Request, series: str, metric: str | None, version: tuple) -> tuple[tuple, bool]:
+    """((metric, every trial's history, the newest experiment's declared metrics), computed now) of a
+    series; NotFoundError for a metric its newest experiment neither declares nor reported."""
+    from ..analyse.history import load_history
+    from ..store.series_reader import StoreSeries
+
     store = _store(request)
-    wanted = [i for i in ids.split(",") if i][:500]
-    answer = {}
-    for exp_id in wanted:
-        try:
-            record = store.experiment(exp_id)
-        except NotFoundError:
-            continue
-        trend = _trend(store, record, points)
-        if trend is not None:
-            answer[exp_id] = trend
-    return answer
+    source = StoreSeries(store)
+    newest = store.experiment(source.newest_experiment(series))
+    declared = [str(m["name"]) for m in newest.declared_metrics()]
+    if metric and metric not in declared and metric not in _reported(store, newest.id):
+        raise NotFoundError(f"series {series!r} has no metric {metric!r} (its newest experiment's: "
+                            f"{', '.join(declared) or 'none declared'})")
+    metric = metric or newest.primary_metric()
+    cache = _cache(request, "history_computed")
+    with _lock:
+        hit = cache.get((series, metric))
+    if hit and hit[0] == version:
+        if isinstance(hit[1], NotFoundError):  # nothing to show is kept as well: asking again costs nothing
+            raise hit[1]
+        return hit[1], False
+    try:
+        _, metric_name, found = load_history(source, series, metric, {}, None)
+    except NotFoundError as e:
+        _remember(cache, (series, metric), (version, e), _HISTORIES)
+        raise
+    computed = (metric_name, found, declared)
+    _remember(cache, (series, metric), (version, computed), _HISTORIES)
+    return computed, True
 
 
-def _trend(store, record, points: int) -> dict | None:
-    """The sparkline of one experiment (see :func:`sparklines`); None without a primary metric or values."""
-    from ..analyse.changepoint import detect
-    from ..analyse.history import DEFAULT_THRESHOLD
-    from ..present.numbers import metric_unit
-    from ..store.series import accepted_changes, recent_experiments, swept_parameters, trial_key, trial_runs
-
-    metric = record.primary_metric()
-    if metric is None:
-        return None
-    series = record.series or record.name
-    recent = recent_experiments(store, series, record.created_at, points)
-    runs = trial_runs(store, recent)
-    mine = runs.get(record.id)
-    if not mine:
-        return None
-    swept = swept_parameters((other, params) for other in recent for params, _ in runs.get(other, []))
-    def key(params: dict) -> str:
-        return trial_key({k: v for k, v in params.items() if k in swept})
-
-    wanted = key(mine[0][0])
-    values = []
-    for other in recent:
-        trial = next((vals for params, vals in runs.get(other, []) if key(params) == wanted), [])
-        values.append([m[metric] for m in trial if metric in m])
-    line = [statistics.median(v) if v else None for v in values]
-    goal = record.metric_goal(metric)[1]
-    known = [i for i, v in enumerate(values) if v]
-    accepted = {e.experiment_id for e in accepted_changes(store, series) if e.metric in ("", metric)}
-    found = detect([values[i] for i in known], goal=goal, threshold=DEFAULT_THRESHOLD,
-                   accepted={n for n, i in enumerate(known) if recent[i] in accepted})
-    last = next((c for c in reversed(found) if not c.accepted), None)
-    change = None if last is None else {"experiment": recent[known[last.index]], "verdict": last.comparison.verdict,
-                                        "change": last.comparison.ratio - 1}
-    unit = next((str(m.get("unit") or "") for m in record.declared_metrics() if m["name"] == metric), "")
-    return {"metric": metric, "series": series, "value": line[-1], "history": line, "experiments": recent,
-            "goal": goal, "unit": metric_unit(metric, unit), "change": change}
+def _reported(store, experiment_id: str) -> set[str]:
+    """The metrics the runs of an experiment reported."""
+    return {name for run in store.runs(experiment_id, logs=False) for name in run.metrics}
 
 
 class AcceptRequest(BaseModel):
@@ -190,13 +194,15 @@ def put_notes(request: Request, experiment_id: str, body: NoteRequest) -> dict:
 @router.get("/api/table", tags=["api"])
 def table_api(request: Request,
               q: Annotated[str, Query(description="filter, e.g. params.bs >= 32 and labels.version = \"1.4.2\"", max_length=2000)] = "",
-              limit: Annotated[int, Query(ge=1, le=2000, description="newest experiments read")] = 200,
+              limit: Annotated[int, Query(ge=1, le=2000, description=(
+                  f"newest experiments read; at most {MAX_TABLE_ROWS:,} rows (experiment × trial) are"))] = 200,
               benchmark: Annotated[str | None, Query(description="only this benchmark (spec name); "
                                                      "`*`: every benchmark; default: the one run last")] = None,
               ) -> dict:
     """Rows of experiment × trial (newest first) of one benchmark that match ``q``, with the metrics'
     goals and units, and the benchmarks there are (newest first): a union of every benchmark's
-    parameters and metrics is a table of empty columns (review 2026-12-02 #17)."""
+    parameters and metrics is a table of empty columns (review 2026-12-02 #17). ``experiments``: how
+    many were read; ``truncated``: the rows stopped at the bound, before ``limit`` experiments."""
     from ..analyse.query import parse
     from .table import table_rows
 
@@ -204,10 +210,11 @@ def table_api(request: Request,
     store = _store(request)
     names = store.benchmark_names()
     chosen = None if benchmark == "*" else benchmark or (names[0] if names else None)
-    rows, goals, units = table_rows(store, limit, chosen)
-    _check_fields(q, rows)
-    return {"rows": [r for r in rows if keep(r)], "goals": goals, "units": units, "total": len(rows),
-            "benchmark": chosen or "*", "benchmarks": names}
+    table = table_rows(store, limit, chosen, MAX_TABLE_ROWS)
+    _check_fields(q, table.rows)
+    return {"rows": [r for r in table.rows if keep(r)], "goals": table.goals, "units": table.units,
+            "total": len(table.rows), "benchmark": chosen or "*", "benchmarks": names,
+            "experiments": table.experiments, "truncated": table.truncated}
 
 
 def _check_fields(q: str, rows: list[dict]) -> None:

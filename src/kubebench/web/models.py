@@ -123,6 +123,8 @@ class ExperimentDetail(_Experiment):
     tags: list[str] = []
     source: str = Field("", description="the spec file it was run from")
     resume: Optional[str] = Field(None, description="the command that resumes it, when it is interrupted")
+    runner: Optional[str] = Field(None, description="`gone` when the store says it runs but no runner holds its "
+                                                    "lock (killed): shown as interrupted; it can be cancelled and deleted")
     parallelism: int = Field(1, description="runs the spec lets run at once")
 
 

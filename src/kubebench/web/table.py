@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass
 
 from ..provenance import flatten
 
@@ -11,13 +12,27 @@ ENV_PREFIXES = ("host", "node", "gpu", "cuda", "driver", "image", "python", "pac
                 "backend", "git")
 
 
-def table_rows(store, limit: int, name: str | None = None) -> tuple[list[dict], dict[str, str], dict[str, str]]:
-    """(rows, goal of each metric, unit of each metric) of the newest ``limit`` experiments (of
-    benchmark ``name`` when given); a metric's unit is the newest declaration's, else read from its name."""
+@dataclass(frozen=True)
+class Table:
+    """Rows of the runs table, the goal and unit of each metric, the experiments read, and whether the
+    rows stopped at their bound (before the experiments asked for)."""
+
+    rows: list[dict]
+    goals: dict[str, str]
+    units: dict[str, str]
+    experiments: int
+    truncated: bool
+
+
+def table_rows(store, limit: int, name: str | None = None, max_rows: int | None = None) -> Table:
+    """The rows of the newest ``limit`` experiments (of benchmark ``name`` when given), no more than
+    ``max_rows``: the runs of the experiments past that are not read. A metric's unit is the newest
+    declaration's, else read from its name."""
     from ..present.numbers import metric_unit
     from ..store.series import environments_of, notes, trial_runs
 
-    records = store.experiment_page(name=name, limit=limit).items if name else store.experiments(limit)
+    asked = store.experiment_page(name=name, limit=limit).items if name else store.experiments(limit)
+    records = _within(store, asked, max_rows) if max_rows is not None else asked
     ids = [r.id for r in records]
     runs, envs, annotated = trial_runs(store, ids), environments_of(store, ids), notes(store, ids)
     goals: dict[str, str] = {}
@@ -39,8 +54,32 @@ def table_rows(store, limit: int, name: str | None = None) -> tuple[list[dict], 
             rows.append({"experiment": experiment, "trial": index, "params": params, "metrics": metrics,
                          "runs": len(values), "labels": record.labels, "tags": extra["tags"], "note": extra["note"],
                          "env": env})
+    truncated = len(records) < len(asked) or (max_rows is not None and len(rows) > max_rows)
+    rows = rows[:max_rows] if max_rows is not None else rows
     units = {m: metric_unit(m, declared.get(m, "")) for m in {k for r in rows for k in r["metrics"]}}
-    return rows, goals, units
+    return Table(rows, goals, units, len(records), truncated)
+
+
+def _within(store, records: list, max_rows: int) -> list:
+    """The newest of ``records`` whose trials add up to ``max_rows`` (the first one whatever its size)."""
+    from sqlalchemy import func, select
+
+    from ..store import schema
+    from ..store.engine import transaction
+
+    t = schema.trials
+    query = (select(t.c.experiment_id, func.count()).where(t.c.experiment_id.in_([r.id for r in records]))
+             .group_by(t.c.experiment_id))
+    with transaction(store.engine, "read trials") as conn:
+        counts: dict[str, int] = dict(conn.execute(query).all()) if records else {}
+    kept: list = []
+    total = 0
+    for record in records:
+        total += counts.get(record.id, 0)
+        if kept and total > max_rows:
+            break
+        kept.append(record)
+    return kept
 
 
 def _short(value: object) -> object:

@@ -116,9 +116,11 @@ function showProgress(progress) {
   const total = Object.values(runsByStatus || {}).reduce((a, b) => a + b, 0);
   clear(document.getElementById("exp-progress")).append(progressBar(runsByStatus, total));
   document.getElementById("exp-progress").dataset.state = state;
-  // only what this server launched can be cancelled here; a `kubebench run` is stopped where it runs
+  // only what this server launched can be cancelled here (a `kubebench run` is stopped where it runs),
+  // and what a runner that is gone (killed) left running
   const cancel = document.getElementById("cancel-experiment");
-  cancel.hidden = !(state === "running" && current && current.launched_here && !config.read_only);
+  const cancellable = (state === "running" && current && current.launched_here) || (current && current.runner === "gone");
+  cancel.hidden = !(cancellable && !config.read_only);
 }
 
 function renderRunnerLog(exp) {

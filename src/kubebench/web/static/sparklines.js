@@ -38,14 +38,17 @@ export function sparkline(values, width = 90, height = 22) {
 
 // trends already fetched: the list redraws every few seconds, a finished experiment's trend stays
 const known = new Map();
+const MAX_IDS = 50;
 
 /** Fills the trend cells of ``body`` for these experiment ids (one request for those not known yet). */
 export async function fillTrends(body, ids, running = new Set()) {
   const wanted = ids.filter((id) => !known.has(id) || running.has(id));
-  if (wanted.length) {
+  // the server answers at most MAX_IDS ids a request (kubebench.web.sparklines)
+  for (let start = 0; start < wanted.length; start += MAX_IDS) {
+    const piece = wanted.slice(start, start + MAX_IDS);
     try {
-      const found = await getJson(`/api/sparklines?ids=${encodeURIComponent(wanted.join(","))}`);
-      for (const id of wanted) known.set(id, found[id] || null);
+      const found = await getJson(`/api/sparklines?ids=${encodeURIComponent(piece.join(","))}`);
+      for (const id of piece) known.set(id, found[id] || null);
     } catch {
       return; // the list is whole without its trends
     }

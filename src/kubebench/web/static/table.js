@@ -116,7 +116,8 @@ function render() {
   if (!rows.length) body.append(el("tr", { class: "placeholder" }, el("td", { colspan: columns.length + 5 }, "No row matches.")));
   table.replaceChildren(head, body);
   table.dataset.ready = "1";
-  document.getElementById("table-count").textContent = `${rows.length} rows of ${data.total} (experiment × trial).`;
+  const cut = data.truncated ? ` Only the newest ${data.experiments} experiments: the table holds at most ${data.total} rows.` : "";
+  document.getElementById("table-count").textContent = `${rows.length} rows of ${data.total} (experiment × trial).${cut}`;
   updateButtons();
   renderParcoords(rows, metric);
 }
