@@ -100,7 +100,7 @@ test-tensorflow: $(VENV)/.tensorflow
 # PYTHONPATH points subprocesses (`python -m kubebench` in the CLI tests) at the mutated copy too; the
 # folder must exist before Python starts, or the import system caches it as missing for good.
 MUTATE ?= kubebench.plan.* kubebench.collect.* kubebench.output_files.* kubebench.store.records.* kubebench.backends.reasons.* \
-	kubebench.attempts.* kubebench.analyse.* kubebench.web.files.*
+	kubebench.attempts.* kubebench.analyse.* kubebench.storage.files.*
 mutation: setup-dev
 	rm -rf mutants && mkdir -p mutants/src
 	PYTHONPATH=$(CURDIR)/mutants/src $(VENV)/bin/mutmut run --max-children 2 $(MUTATE)

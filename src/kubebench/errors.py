@@ -34,6 +34,15 @@ class NothingToCompare(SpecError):
     """``kubebench check``: the experiment is the first of its series (since its last accepted change)."""
 
 
+class PathRefused(KubebenchError):
+    """A path of a run's folder that is not read or served: malformed, leading out of the run, missing or
+    too large. ``status`` is what the dashboard answers with (400, 403, 404, 413)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 class PluginError(KubebenchError):
     """A plugin name is unknown or a plugin failed to load."""
 

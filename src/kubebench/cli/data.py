@@ -50,15 +50,13 @@ def outputs(
 
 
 def _local_outputs(run, path: str | None) -> None:
-    """``outputs`` of a run folder on this machine, through the dashboard's walk (kubebench.web.files):
+    """``outputs`` of a run folder on this machine, through the dashboard's walk (kubebench.storage.files):
     the run's and its experiment's folders are no links, and no link leads out of the run's folder."""
     from pathlib import Path
 
-    from fastapi import HTTPException
-
-    from ..errors import KubebenchError, NotFoundError
-    from ..web import files
-    from ..web.run_folder import RunFolder
+    from ..errors import KubebenchError, NotFoundError, PathRefused
+    from ..storage import files
+    from ..storage.run_folder import RunFolder
 
     given = Path(run.path.removeprefix("file://").removeprefix("local://").rstrip("/")).expanduser()
     if (given.parent.name, given.name) != (run.experiment_id, run.run_id):
@@ -74,9 +72,9 @@ def _local_outputs(run, path: str | None) -> None:
                 sys.stdout.flush()
                 return
         found = files.local_files(folder, relative)
-    except HTTPException as e:
-        if e.status_code != 404:
-            raise KubebenchError(str(e.detail)) from None
+    except PathRefused as e:
+        if e.status != 404:
+            raise KubebenchError(str(e)) from None
         found = []
     if not found:
         where = f"{path!r} in " if path else ""

@@ -135,3 +135,10 @@ def benchmark_names(conn: Connection) -> list[str]:
     """Every benchmark (spec name) in the store, the one run most recently first."""
     query = select(_e.c.name).group_by(_e.c.name).order_by(func.max(_e.c.created_at).desc())
     return list(conn.scalars(query))
+
+
+def trial_counts(conn: Connection, experiment_ids: Collection[str]) -> dict[str, int]:
+    """How many trials each of these experiments has (those with none are absent)."""
+    t = schema.trials
+    query = select(t.c.experiment_id, func.count()).where(t.c.experiment_id.in_(list(experiment_ids))).group_by(t.c.experiment_id)
+    return {exp_id: count for exp_id, count in conn.execute(query).all()}

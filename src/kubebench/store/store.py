@@ -146,6 +146,11 @@ class Store:
         with self._tx("read experiments") as conn:
             return listing.read_page(conn, query)
 
+    def trial_counts(self, experiment_ids: Collection[str]) -> dict[str, int]:
+        """How many trials each of these experiments has (those with none are absent)."""
+        with self._tx("read trials") as conn:
+            return listing.trial_counts(conn, experiment_ids)
+
     def benchmark_names(self) -> list[str]:
         """Every benchmark (spec name) in the store, the one run most recently first."""
         with self._tx("read benchmarks") as conn:

@@ -12,9 +12,11 @@ from fastapi.responses import PlainTextResponse, Response
 from pydantic import AfterValidator
 
 from .. import ids
+from ..errors import PathRefused
+from ..storage import files as run_files
+from ..storage.run_folder import RunFolder, run_folder
 from ..storage.storage import Storage
-from . import files as run_files, models, queries
-from .run_folder import RunFolder, run_folder
+from . import models, queries
 from .served import DescriptorResponse
 
 router = APIRouter(prefix="/runs")
@@ -32,7 +34,7 @@ def _run(request: Request, run_id: str):
 
 
 def _folder(request: Request, record) -> RunFolder:
-    """The run's folder that may be served (:mod:`.run_folder`): 404 when none yet, 403 when the row
+    """The run's folder that may be served (:mod:`kubebench.storage.run_folder`): 404 when none yet, 403 when the row
     names a folder outside the dashboard's roots."""
     return run_folder(request.app.state.settings, record.run_id, record.experiment_id, record.path)
 
@@ -40,7 +42,7 @@ def _folder(request: Request, record) -> RunFolder:
 def _folder_or_none(request: Request, record) -> RunFolder | None:
     try:
         return _folder(request, record)
-    except HTTPException:
+    except PathRefused:
         return None
 
 

@@ -116,13 +116,22 @@ def _error_handlers(web) -> None:
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse
 
-    from ..errors import BusyError, IdError, KubebenchError, NotFoundError, SpecError, StorageError, StoreError
+    from ..errors import (
+        BusyError,
+        IdError,
+        KubebenchError,
+        NotFoundError,
+        PathRefused,
+        SpecError,
+        StorageError,
+        StoreError,
+    )
 
     statuses = ((NotFoundError, 404), (SpecError, 422), (IdError, 422), (BusyError, 409), (StoreError, 503),
                 (StorageError, 502), (KubebenchError, 400))
 
     async def expected(_request, e: KubebenchError):
-        status = next(code for kind, code in statuses if isinstance(e, kind))
+        status = e.status if isinstance(e, PathRefused) else next(code for kind, code in statuses if isinstance(e, kind))
         return JSONResponse({"detail": str(e)}, status_code=status)
 
     async def invalid(_request, e: RequestValidationError):

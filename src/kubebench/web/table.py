@@ -62,16 +62,7 @@ def table_rows(store, limit: int, name: str | None = None, max_rows: int | None 
 
 def _within(store, records: list, max_rows: int) -> list:
     """The newest of ``records`` whose trials add up to ``max_rows`` (the first one whatever its size)."""
-    from sqlalchemy import func, select
-
-    from ..store import schema
-    from ..store.engine import transaction
-
-    t = schema.trials
-    query = (select(t.c.experiment_id, func.count()).where(t.c.experiment_id.in_([r.id for r in records]))
-             .group_by(t.c.experiment_id))
-    with transaction(store.engine, "read trials") as conn:
-        counts: dict[str, int] = dict(conn.execute(query).all()) if records else {}
+    counts = store.trial_counts([r.id for r in records]) if records else {}
     kept: list = []
     total = 0
     for record in records:

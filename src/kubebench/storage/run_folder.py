@@ -19,11 +19,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from fastapi import HTTPException
-
 from .. import ids
+from ..errors import PathRefused
 from ..settings import Settings
-from ..storage.storage import is_local, join, local_path
+from .storage import is_local, join, local_path
 
 log = logging.getLogger("kubebench.web")
 
@@ -61,8 +60,8 @@ class RunFolder:
         except OSError as e:
             os.close(fd)
             if e.errno in (errno.ELOOP, errno.EMLINK, errno.ENOTDIR):
-                raise HTTPException(403, f"the run's folder {self.url} is a link or not a folder: refused") from None
-            raise HTTPException(404, f"the run's folder {self.url} is gone") from None
+                raise PathRefused(403, f"the run's folder {self.url} is a link or not a folder: refused") from None
+            raise PathRefused(404, f"the run's folder {self.url} is gone") from None
         return fd
 
 
@@ -79,7 +78,7 @@ def run_folder(settings: Settings, run_id: str, experiment_id: str, recorded: st
     """The folder of run ``run_id`` that may be served, given what its row records; 404 when it has
     none yet, 403 when the row names any other folder (see the module's note)."""
     if not recorded:
-        raise HTTPException(404, "this run has no folder yet (it has not started)")
+        raise PathRefused(404, "this run has no folder yet (it has not started)")
     if ids.is_valid(experiment_id) and ids.is_valid(run_id):
         for base in roots(settings):
             folder = RunFolder(base, experiment_id, run_id)
@@ -87,7 +86,7 @@ def run_folder(settings: Settings, run_id: str, experiment_id: str, recorded: st
                 return folder
     log.warning("run %s of experiment %r: its row names the folder %r, not <root>/<experiment id>/<run id> "
                 "under %s: not served", run_id, experiment_id[:80], recorded[:500], " or ".join(roots(settings)))
-    raise HTTPException(403, REFUSED)
+    raise PathRefused(403, REFUSED)
 
 
 def _names(recorded: str, folder: RunFolder) -> bool:

@@ -1,4 +1,4 @@
-"""The file browser's answers at their edges (issue #20: mutants of ``kubebench.web.files`` no test
+"""The file browser's answers at their edges (issue #20: mutants of ``kubebench.storage.files`` no test
 killed): what a listing holds and the paths it gives, the status and message of each refusal, links
 written with absolute targets, descriptors closed once, and remote folders read through fsspec
 (``memory://``) listed and served like local ones, up to the size served."""
@@ -13,21 +13,20 @@ from pathlib import Path
 
 import fsspec
 import pytest
-from fastapi import HTTPException
 from fsspec.implementations.memory import MemoryFileSystem
 
-from kubebench.errors import NotFoundError
-from kubebench.web import files
-from kubebench.web.files import Entry
+from kubebench.errors import NotFoundError, PathRefused
+from kubebench.storage import files
+from kubebench.storage.files import Entry
 
 RUN_JSON = b'{"status": "succeeded"}\n'
 LOG = b"step 1\nstep 2\n"
 
 
 def refusal(call, *args) -> tuple[int, str]:
-    with pytest.raises(HTTPException) as caught:
+    with pytest.raises(PathRefused) as caught:
         call(*args)
-    return caught.value.status_code, caught.value.detail
+    return caught.value.status, str(caught.value)
 
 
 @pytest.fixture

@@ -25,10 +25,9 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from fastapi import HTTPException
-
-from ..storage.storage import Storage, is_local, local_path
+from ..errors import PathRefused
 from .run_folder import RunFolder
+from .storage import Storage, is_local, local_path
 
 #: A run's folder: checked by :func:`.run_folder.run_folder`, or a plain path or URL.
 Folder = RunFolder | str
@@ -54,23 +53,23 @@ class Entry:
 def checked(relative: str) -> str:
     """``relative`` as a clean ``a/b/c`` path, or a 400 saying why it is refused."""
     if any(ord(ch) < 32 or ord(ch) == 127 for ch in relative):
-        raise HTTPException(400, "path refused: it contains a control character")
+        raise PathRefused(400, "path refused: it contains a control character")
     if "\\" in relative:
-        raise HTTPException(400, "path refused: backslashes are not path separators here")
+        raise PathRefused(400, "path refused: backslashes are not path separators here")
     if _ENCODED.search(relative):
-        raise HTTPException(400, "path refused: it is still percent-encoded after decoding")
+        raise PathRefused(400, "path refused: it is still percent-encoded after decoding")
     if relative.startswith("/") or PurePosixPath(relative).is_absolute():
-        raise HTTPException(400, "path refused: give a path relative to the run's folder")
+        raise PathRefused(400, "path refused: give a path relative to the run's folder")
     parts = [p for p in relative.split("/") if p not in ("", ".")]
     if ".." in parts:
-        raise HTTPException(400, "path refused: '..' would leave the run's folder")
+        raise PathRefused(400, "path refused: '..' would leave the run's folder")
     return "/".join(parts)
 
 
 def run_root(run_path: str) -> str:
     """The run's folder (local path or URL), or 404 when the run has none yet."""
     if not run_path:
-        raise HTTPException(404, "this run has no folder yet (it has not started)")
+        raise PathRefused(404, "this run has no folder yet (it has not started)")
     return run_path
 
 
@@ -124,7 +123,7 @@ def open_local(run_path: Folder, relative: str) -> Opened:
         try:
             root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except OSError:
-            raise HTTPException(404, f"the run's folder {root} is gone") from None
+            raise PathRefused(404, f"the run's folder {root} is gone") from None
     try:
         fd = _walk(root_fd, root, relative)
     finally:
@@ -132,7 +131,7 @@ def open_local(run_path: Folder, relative: str) -> Opened:
     opened = Opened(fd)
     if not _still_inside(fd, root):
         opened.__exit__()
-        raise HTTPException(403, _OUTSIDE)
+        raise PathRefused(403, _OUTSIDE)
     return opened
 
 
@@ -149,7 +148,7 @@ def _walk(root_fd: int, root: Path, relative: str) -> int:
                 continue
             if name == "..":  # only from a link's target
                 if len(stack) == 1:
-                    raise HTTPException(403, _OUTSIDE)
+                    raise PathRefused(403, _OUTSIDE)
                 os.close(stack.pop())
                 continue
             try:
@@ -159,7 +158,7 @@ def _walk(root_fd: int, root: Path, relative: str) -> int:
                     raise _not_there(relative, e) from None
                 links += 1
                 if links > MAX_LINKS:
-                    raise HTTPException(400, f"path refused: {relative!r} is a loop of symbolic links") from None
+                    raise PathRefused(400, f"path refused: {relative!r} is a loop of symbolic links") from None
                 target = _link_target(name, stack[-1], root)
                 if target.startswith("/"):  # an absolute link inside the run: walk on from the root
                     while len(stack) > 1:
@@ -169,7 +168,7 @@ def _walk(root_fd: int, root: Path, relative: str) -> int:
                 continue
             stack.append(fd)
             if todo and not stat.S_ISDIR(os.fstat(fd).st_mode):
-                raise HTTPException(404, f"no file or folder {relative!r} in this run")
+                raise PathRefused(404, f"no file or folder {relative!r} in this run")
         return stack.pop()
     finally:
         for fd in stack:
@@ -181,13 +180,13 @@ def _link_target(name: str, dir_fd: int, root: Path) -> str:
     try:
         target = os.readlink(name, dir_fd=dir_fd)
     except OSError:
-        raise HTTPException(403, _OUTSIDE) from None
+        raise PathRefused(403, _OUTSIDE) from None
     if not target.startswith("/"):
         return target
     for base in {str(root), os.path.realpath(root)}:
         if target == base or target.startswith(base.rstrip("/") + "/"):
             return "/" + target[len(base):].lstrip("/")
-    raise HTTPException(403, _OUTSIDE)
+    raise PathRefused(403, _OUTSIDE)
 
 
 def _still_inside(fd: int, root: Path) -> bool:
@@ -201,10 +200,10 @@ def _still_inside(fd: int, root: Path) -> bool:
     return where == real or where.startswith(real.rstrip("/") + "/")
 
 
-def _not_there(relative: str, error: OSError) -> HTTPException:
+def _not_there(relative: str, error: OSError) -> PathRefused:
     if error.errno in (errno.ENOENT, errno.ENOTDIR):
-        return HTTPException(404, f"no file or folder {relative!r} in this run")
-    return HTTPException(403, f"path refused: {relative!r} cannot be read ({error.strerror})")
+        return PathRefused(404, f"no file or folder {relative!r} in this run")
+    return PathRefused(403, f"path refused: {relative!r} cannot be read ({error.strerror})")
 
 
 def list_folder(run_path: Folder, relative: str) -> list[Entry]:
@@ -220,7 +219,7 @@ def _list_local(run_path: Folder, relative: str) -> list[Entry]:
     prefix = f"{relative}/" if relative else ""
     with open_local(run_path, relative) as folder:
         if not folder.is_dir:
-            raise HTTPException(404, f"no folder {relative!r} in this run")
+            raise PathRefused(404, f"no folder {relative!r} in this run")
         found = (_entry(run_path, folder.fd, prefix, name) for name in os.listdir(folder.fd))
         return [entry for entry in found if entry is not None]
 
@@ -236,7 +235,7 @@ def _entry(run_path: Folder, folder_fd: int, prefix: str, name: str) -> Entry | 
         try:
             with open_local(run_path, prefix + name) as target:
                 status = target.stat
-        except HTTPException:
+        except PathRefused:
             return None
     if stat.S_ISDIR(status.st_mode):
         return Entry(name, prefix + name, True, 0)
@@ -287,7 +286,7 @@ def _list_remote(run_path: str, relative: str) -> list[Entry]:
     # only what is below the folder: fsspec lists a file named ``relative`` as itself, and it is no folder
     files = [(name[len(prefix):], size) for name, size in Storage(run_path).files(relative) if name.startswith(prefix)]
     if not files and relative:
-        raise HTTPException(404, f"no folder {relative!r} in this run")
+        raise PathRefused(404, f"no folder {relative!r} in this run")
     entries: dict[str, Entry] = {}
     for rest, size in files:
         head, _, tail = rest.partition("/")
@@ -300,8 +299,8 @@ def read_remote(run_path: Folder, relative: str) -> bytes:
     """The bytes of a remote run file (404 when it is not a file, 413 when too large to serve)."""
     storage = Storage(_url(run_path))
     if not relative or not storage.is_file(relative):
-        raise HTTPException(404, f"no file {relative!r} in this run")
+        raise PathRefused(404, f"no file {relative!r} in this run")
     size = dict(storage.files(relative)).get(relative, 0)
     if size > MAX_REMOTE_BYTES:
-        raise HTTPException(413, f"{relative} is larger than {MAX_REMOTE_BYTES // 2**20} MiB: download it from the storage")
+        raise PathRefused(413, f"{relative} is larger than {MAX_REMOTE_BYTES // 2**20} MiB: download it from the storage")
     return storage.read(relative)

@@ -1,4 +1,4 @@
-"""The file browser's rules at their edges, second pass (issue #20: mutants of ``kubebench.web.files``
+"""The file browser's rules at their edges, second pass (issue #20: mutants of ``kubebench.storage.files``
 that survived): which characters and forms a path may have and the message of each refusal, a run
 folder's name ending in a character that a path's separator strip must keep, link targets with empty,
 ``.`` and ``..`` components or spaces, the link count that makes a loop, a folder moved out of the run
@@ -10,10 +10,10 @@ import os
 from pathlib import Path
 
 import pytest
-from fastapi import HTTPException
 
-from kubebench.web import files
-from kubebench.web.files import Entry
+from kubebench.errors import PathRefused
+from kubebench.storage import files
+from kubebench.storage.files import Entry
 
 RUN_JSON = b'{"status": "succeeded"}\n'
 LOG = b"step 1\nstep 2\n"
@@ -21,9 +21,9 @@ OUTSIDE = "path refused: it resolves outside the run's folder"
 
 
 def refusal(call, *args) -> tuple[int, str]:
-    with pytest.raises(HTTPException) as caught:
+    with pytest.raises(PathRefused) as caught:
         call(*args)
-    return caught.value.status_code, caught.value.detail
+    return caught.value.status, str(caught.value)
 
 
 def served(run: Path, relative: str) -> bytes:
