@@ -71,6 +71,11 @@ class StoreError(KubebenchError):
     """The results store is unreachable, locked, or of an unknown schema version."""
 
 
+class LeaseLost(BusyError, StoreError):
+    """A runner's lease on its experiment, in a store that runners share, was taken over by another
+    runner (its heartbeats stopped reaching the store for longer than the lease lasts): it stops writing."""
+
+
 class StorageError(KubebenchError):
     """Shared storage (a folder, S3, GCS …) is unknown, unreachable, or refuses a read or write
     (a read-only folder, a full disk)."""

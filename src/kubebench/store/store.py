@@ -12,7 +12,7 @@ from sqlalchemy import Connection, Engine, delete, func, insert, select, update
 from .. import ids
 from ..errors import NotFoundError, StoreError
 from ..timeline import Boundary
-from . import listing, rows, schema
+from . import leases, listing, rows, schema
 from .engine import make_engine, transaction
 from .migrate import ensure_current
 from .records import (
@@ -37,11 +37,47 @@ class Store:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self._provenance_ids: dict[str, str] = {}  # provenance this store saved: JSON text → id
+        #: leases this store holds (experiment id → owner token): every write checks they are still its own
+        self._held: dict[str, str] = {}
+
+    @property
+    def shared(self) -> bool:
+        """Whether runners on other machines may use this store too (anything but a SQLite file): then an
+        experiment's lock is a lease in the store (:mod:`.leases`), not only a file on this machine."""
+        return self.engine.dialect.name != "sqlite"
 
     @contextmanager
     def _tx(self, what: str, write: bool = False) -> Iterator[Connection]:
         with transaction(self.engine, what, write) as conn:
+            if write and self._held:  # fenced: no write lands after another runner took a lease over
+                leases.check_held(conn, dict(self._held))
             yield conn
+
+    def acquire_lease(self, experiment_id: str, owner: str, host: str, pid: int, ttl: float,
+                      dead_owner: str | None = None) -> tuple[bool, leases.Lease | None]:
+        """Take the experiment's lease (see :func:`.leases.acquire`); once taken, this store's writes
+        are fenced by it until :meth:`release_lease`."""
+        with transaction(self.engine, "take the experiment's lease", write=True) as conn:
+            taken, other = leases.acquire(conn, experiment_id, owner, host, pid, ttl, dead_owner)
+        if taken:
+            self._held[experiment_id] = owner
+        return taken, other
+
+    def renew_lease(self, experiment_id: str, owner: str, ttl: float) -> bool:
+        """The lease's heartbeat; False when another runner took it over."""
+        with transaction(self.engine, "renew the experiment's lease", write=True) as conn:
+            return leases.renew(conn, experiment_id, owner, ttl)
+
+    def release_lease(self, experiment_id: str, owner: str) -> None:
+        """Give the lease up; this store's writes are no longer fenced by it."""
+        self._held.pop(experiment_id, None)
+        with transaction(self.engine, "release the experiment's lease", write=True) as conn:
+            leases.release(conn, experiment_id, owner)
+
+    def lease(self, experiment_id: str) -> leases.Lease | None:
+        """The experiment's lease as the store holds it (None: no runner has it)."""
+        with transaction(self.engine, "read the experiment's lease") as conn:
+            return leases.current(conn, experiment_id)
 
     def begin_experiment(self, record: ExperimentRecord, plan: Plan) -> None:
         """Create the experiment, or check that a resumed one has the same job; add new trials and runs."""
