@@ -22,6 +22,7 @@ from .records import (
     RunResult,
     TrialResults,
     experiment_not_found,
+    refuse_non_finite,
     run_records,
     trial_results,
 )
@@ -151,6 +152,7 @@ class Store:
     def finish_runs(self, results: list[RunResult]) -> None:
         """Record several ended runs in one transaction (what importers and bulk loads use)."""
         if results:
+            results = [refuse_non_finite(r) for r in results]
             known = dict(self._provenance_ids)
             with self._tx("record a run", write=True) as conn:
                 rows.record_results(conn, results, known)
