@@ -65,7 +65,7 @@ def load_summary(path: Path, limit: Limit) -> dict[str, Any]:
             raise PostprocessError(f"{path.parent.name}/{path.name} is larger than {most:,} bytes (the limit; "
                                    f"{limit.env} changes it)")
         try:
-            document = _build(basic_parse(f, use_float=True))
+            document = _build(basic_parse(f, use_float=True, buf_size=16_384))
         except (JSONError, ValueError) as e:
             raise PostprocessError(f"{path.name}: not JSON: {e}") from e
         except OSError as e:
