@@ -94,12 +94,14 @@ def acquire(conn: Connection, experiment_id: str, owner: str, host: str, pid: in
 def _insert_if_absent(conn: Connection, row: dict) -> bool:
     """Insert the lease row unless one exists (another runner's, inserted at the same moment)."""
     dialect = conn.dialect.name
-    if dialect in ("postgresql", "sqlite"):
-        if dialect == "postgresql":
-            from sqlalchemy.dialects.postgresql import insert as dialect_insert
-        else:
-            from sqlalchemy.dialects.sqlite import insert as dialect_insert
-        return conn.execute(dialect_insert(_l).values(**row).on_conflict_do_nothing()).rowcount == 1
+    if dialect == "postgresql":
+        from sqlalchemy.dialects import postgresql
+
+        return conn.execute(postgresql.insert(_l).values(**row).on_conflict_do_nothing()).rowcount == 1
+    if dialect == "sqlite":
+        from sqlalchemy.dialects import sqlite
+
+        return conn.execute(sqlite.insert(_l).values(**row).on_conflict_do_nothing()).rowcount == 1
     conn.execute(insert(_l).values(**row))
     return True
 
