@@ -66,6 +66,8 @@ def load_summary(path: Path, limit: Limit) -> dict[str, Any]:
                                    f"{limit.env} changes it)")
         try:
             document = _build(basic_parse(f, use_float=True, buf_size=16_384))
+        except PostprocessError as e:
+            raise PostprocessError(f"{path.name}: {e}") from e
         except (JSONError, ValueError) as e:
             raise PostprocessError(f"{path.name}: not JSON: {e}") from e
         except OSError as e:
