@@ -116,3 +116,10 @@ def test_a_sweep_of_inf_derived_metrics_on_postgresql_runs_to_the_end(postgres_u
     assert "joules_per_image=inf" in runs[0].info[REFUSED_KEY]
     exported = runner.invoke(app, ["results", "pginf-1", "-f", "json", "--store", postgres_url])
     assert exported.exit_code == 0 and len(strict_json(exported.output)) == 2
+
+
+def test_telemetry_samples_that_are_not_finite_are_left_out(store) -> None:
+    """SQLite stores NaN as NULL: a NaN sample (a power counter that read nothing) stopped the runner."""
+    first, _ = _begin(store)
+    store.add_telemetry(first, [("power_w", 1.0, math.nan), ("power_w", 2.0, 30.0), ("cpu", math.inf, 1.0)])
+    assert store.telemetry(first) == {"power_w": [(2.0, 30.0)]}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
@@ -258,9 +259,11 @@ class Store:
             raise experiment_not_found(experiment_id)
 
     def add_telemetry(self, run_id: str, samples: Iterable[tuple[str, float, float]]) -> None:
-        """Store a run's telemetry, ``(series, t, value)`` samples, in place of any it had (one bulk insert)."""
+        """Store a run's telemetry, ``(series, t, value)`` samples, in place of any it had (one bulk insert).
+        A sample that is not a finite number is no measurement (and SQLite stores NaN as NULL): left out."""
         tel = schema.telemetry
-        values = [{"run_id": run_id, "series": s, "t": t, "value": v} for s, t, v in samples]
+        values = [{"run_id": run_id, "series": s, "t": t, "value": v} for s, t, v in samples
+                  if math.isfinite(t) and math.isfinite(v)]
         with self._tx("record telemetry", write=True) as conn:
             conn.execute(delete(tel).where(tel.c.run_id == run_id))  # a redone run replaces its series
             if values:
