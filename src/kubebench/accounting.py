@@ -6,6 +6,7 @@ is never replaced; what could not be priced is said in the run's info (``cost_un
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,9 @@ if TYPE_CHECKING:
 
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
 COST_KEY, NO_COST_KEY = "cost_basis", "cost_unavailable"
+#: Info key naming the derived metrics left out because they came to no finite number (a throughput of
+#: 1e-300 makes the price per item ``inf``): JSON has no ``inf``, and it is no measurement.
+REFUSED_KEY = "metrics_refused"
 
 
 def requested(manifest: dict[str, Any]) -> tuple[int, float]:
@@ -90,5 +94,9 @@ def account(spec: BenchmarkSpec, base_dir: Path, manifest: dict[str, Any], resul
         else:
             added |= cost_metrics(rate.usd_per_hour, seconds, metrics)
             info[COST_KEY] = rate.detail
-    metrics = {**added, **metrics}  # the workload's own figures win
+    refused = sorted(name for name, value in added.items() if not math.isfinite(value) and name not in metrics)
+    if refused:
+        info[REFUSED_KEY] = (", ".join(f"{name}={added[name]}" for name in refused)
+                             + ": not finite numbers (a throughput, energy or price out of range), left out")
+    metrics = {**{k: v for k, v in added.items() if math.isfinite(v)}, **metrics}  # the workload's own figures win
     return result.model_copy(update={"metrics": metrics, "info": info})

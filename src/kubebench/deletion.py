@@ -1,8 +1,8 @@
 """Deleting an experiment (``kubebench delete``, ``DELETE /api/experiments/{id}``): its rows in the
 store, and only the folders kubebench made for it.
 
-The experiment must be in the store, and no runner may hold its lock (``BusyError`` otherwise): the
-lock is taken for the whole deletion, so a runner that starts meanwhile is refused instead of writing
+The experiment must be in the store, and no runner may hold its lock, nor, on a shared store, its
+lease (``BusyError`` otherwise): both are taken for the whole deletion, so a runner that starts meanwhile is refused instead of writing
 into a folder being removed. A folder is removed only when it is the experiment's folder where
 kubebench writes runs: named after the id, and, on this machine, resolved (links followed) strictly
 inside the experiments root or the configured local storage; in remote storage (``s3://…``), the
@@ -17,10 +17,10 @@ from pathlib import Path, PurePosixPath
 
 from . import ids
 from .errors import BusyError
-from .locks import ExperimentLock
 from .settings import Settings
 from .storage import Storage
 from .storage.storage import is_local, local_path
+from .store.holding import hold_experiment
 from .store.store import Store
 
 
@@ -55,9 +55,9 @@ def delete(store: Store, settings: Settings, deletion: Deletion) -> int:
 
     BusyError while a runner holds the lock; returns the number of runs deleted.
     """
-    lock = ExperimentLock(settings.experiments_root / deletion.experiment_id, deletion.experiment_id, create=False)
+    lock_folder = settings.experiments_root / deletion.experiment_id
     try:
-        with lock:
+        with hold_experiment(store, lock_folder, deletion.experiment_id, create=False):
             for folder in deletion.folders:
                 Storage(folder).remove()
             return store.delete_experiment(deletion.experiment_id)

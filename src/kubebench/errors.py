@@ -80,6 +80,21 @@ class StoreError(KubebenchError):
     """The results store is unreachable, locked, or of an unknown schema version."""
 
 
+class StoreFileError(StoreError):
+    """A SQLite store's shared-memory file (``-shm``) became unwritable under a running process.
+
+    SQLite writes that file while it closes a connection, through a memory mapping: once the file is
+    read-only that write kills the process with SIGBUS. So a ``kubebench`` process that meets this
+    error prints it and ends at once (``ends_process``), without closing the store."""
+
+    ends_process = True
+
+
+class LeaseLost(BusyError, StoreError):
+    """A runner's lease on its experiment, in a store that runners share, was taken over by another
+    runner (its heartbeats stopped reaching the store for longer than the lease lasts): it stops writing."""
+
+
 class StorageError(KubebenchError):
     """Shared storage (a folder, S3, GCS …) is unknown, unreachable, or refuses a read or write
     (a read-only folder, a full disk)."""

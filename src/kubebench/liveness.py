@@ -7,9 +7,8 @@ runner ends (SIGKILL, the OOM killer). So runs that the store says are ``running
 the lock were left so by a runner that is gone. Where this machine cannot tell (the experiment has no
 folder here: its runner may run on another machine), the runner counts as alive.
 
-:func:`runner_gone` is the one place that answers. When a shared PostgreSQL store holds the lock itself
-(a lease row with an owner and a heartbeat, issue #27 N5), it reads the lease from ``store`` instead:
-gone = no lease, or one whose heartbeat is older than its expiry. Its callers need not change.
+:func:`runner_gone` is the one place that answers. On a shared PostgreSQL store the lease in the store
+answers (:mod:`kubebench.store.holding`): gone = no live lease and no lock held on this machine.
 """
 
 from __future__ import annotations
@@ -30,9 +29,12 @@ def runner_gone(store: Store, settings: Settings, experiment_id: str) -> bool:
     cannot tell (no lock file here, a file system without locks).
 
     The probe takes a shared lock for an instant and never writes: a runner holding its exclusive
-    lock makes it fail at once. ``store`` is where a shared store's lease will be read (see above).
+    lock makes it fail at once. A shared store's lease answers for runners on any machine.
     """
-    del store  # the file lock answers today
+    if store.shared:  # its lease says, wherever the runner runs
+        from .store.holding import runner_alive
+
+        return not runner_alive(store, settings, experiment_id)
     path = settings.experiments_root / experiment_id / LOCK_FILE
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)

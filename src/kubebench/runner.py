@@ -21,7 +21,6 @@ from .cancel import Cancel
 from .data import prepare_data
 from .errors import Cancelled, SpecError
 from .experiment import Experiment
-from .locks import ExperimentLock
 from .numerics.sequential import Decision, Design
 from .plan.adaptive import Against, decision_round, next_round
 from .plan.plan import Plan, Run, make_plan, new_experiment_id
@@ -32,6 +31,7 @@ from .spec.efficiency import load_prices
 from .spec.model import AdaptiveRepeats, LoadedSpec
 from .storage.runs import shared_storage
 from .store.decision_records import DecisionRecord
+from .store.holding import hold_experiment
 from .store.records import ExperimentRecord, RunResult
 
 if TYPE_CHECKING:  # the store (SQLAlchemy) is handed in: a dry run never loads it
@@ -97,8 +97,9 @@ def execute(experiment: Experiment, store: Store, progress: Progress | None = No
     Up to ``parallelism`` runs (default: the spec's) are in flight at once; warm-up runs all end
     before counted ones start. On Ctrl-C (or ``cancel.request()``) every job in flight is cancelled
     and recorded so, no other run starts, and :class:`~kubebench.errors.Cancelled` (a KeyboardInterrupt)
-    goes on. Only one runner runs an experiment at a time (BusyError otherwise); runs that a killed
-    runner left ``running`` are redone.
+    goes on. Only one runner runs an experiment at a time, on one machine or, on a shared store, on
+    any (BusyError otherwise; see :mod:`kubebench.locks`); runs that a killed runner left ``running``
+    are redone.
     """
     progress = progress or _Silent()
     cancel = cancel or Cancel()
@@ -107,7 +108,9 @@ def execute(experiment: Experiment, store: Store, progress: Progress | None = No
     cancel.attach(backend)
     try:
         validate(experiment, backend)
-        with ExperimentLock(experiment.settings.experiments_root / plan.experiment_id, plan.experiment_id):
+        folder = experiment.settings.experiments_root / plan.experiment_id
+        # on a shared store, a runner that lost its lease to another one stops its runs in flight
+        with hold_experiment(store, folder, plan.experiment_id, on_lost=cancel.request):
             backend.begin(plan.experiment_id)  # under the lock: a runner refused it touches nothing shared
             _execute(experiment, store, progress, parallelism or spec.parallelism, cancel, backend)
     finally:

@@ -97,6 +97,8 @@ def expected_errors(command: Callable) -> Callable:
             message = cell("error: ", style="bold red")
             message.append(cell(str(e)))  # the message quotes names and values of user or workload origin
             make_console(stderr=True).print(message, soft_wrap=True)
+            if getattr(e, "ends_process", False) and _standalone:
+                _end_at_once(e.exit_code)
             raise typer.Exit(e.exit_code) from None
 
     return wrapper
@@ -145,8 +147,25 @@ def check_overrides(spec, overrides: list[str], source: str) -> None:
                 soft_wrap=True)
 
 
+#: True in the ``kubebench`` process (``main``), False where tests call ``app`` in their own process.
+_standalone = False
+
+
+def _end_at_once(code: int) -> None:
+    """End the process now, without the interpreter's clean-up: an error whose ``ends_process`` is set
+    (a SQLite store whose ``-shm`` became read-only) would otherwise crash it while closing the store."""
+    import os
+    import sys
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def main() -> None:
     """Entry point of the ``kubebench`` script."""
+    global _standalone
+    _standalone = True
     app()
 
 

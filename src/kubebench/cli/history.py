@@ -89,7 +89,8 @@ def show(
 
         from ..present.history import history_dict
 
-        sys.stdout.write(to_json({"series": series, "trials": [history_dict(h) for h in found]}, indent=2).decode() + "\n")
+        sys.stdout.write(to_json({"series": series, "trials": [history_dict(h) for h in found]}, indent=2,
+                                 inf_nan_mode="null").decode() + "\n")
     elif format is HistoryFormat.csv:
         from ..present.history import history_csv
 

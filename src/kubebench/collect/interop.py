@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import PostprocessError
+from .summary_file import ScalarList
 
 _STATS = {"p50": 50, "p90": 90, "p99": 99}
 _UNIT_SECONDS = {"ms": 1e-3, "s": 1.0, "sec": 1.0, "seconds": 1.0, "us": 1e-6, "ns": 1e-9}
@@ -31,7 +32,7 @@ def _number(value: Any) -> float | None:
         return None
     try:
         number = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an integer of 400 digits
         return None
     return number if math.isfinite(number) else None
 
@@ -59,8 +60,11 @@ def vllm(data: Mapping[str, Any]) -> dict[str, float]:
     if duration and _number(data.get("total_input_tokens")) is not None:
         out["input_tokens_per_s"] = float(data["total_input_tokens"]) / duration
     completed, failed = _number(data.get("completed")), _number(data.get("failed"))
-    if failed is None and isinstance(data.get("errors"), list):
-        failed = float(sum(1 for e in data["errors"] if e))
+    errors = data.get("errors")
+    if failed is None and isinstance(errors, ScalarList):  # as summary_file reads a list of plain values
+        failed = float(errors.truthy)
+    elif failed is None and isinstance(errors, list):
+        failed = float(sum(1 for e in errors if e))
     if completed is not None and failed is not None and completed + failed > 0:
         out["error_rate"] = failed / (completed + failed)
         out["requests_measured"] = completed + failed
@@ -162,6 +166,16 @@ def aiperf(data: Mapping[str, Any]) -> dict[str, float]:
     if count:
         out["error_rate"] = (errors or 0.0) / (count + (errors or 0.0))
     return out
+
+
+def refuse_bad_values(metrics: Mapping[str, float]) -> None:
+    """PostprocessError naming the metrics that are not finite or are negative: every metric read from a
+    load tool is a latency, a rate, a count or a fraction, and none of them is below 0 (a tool's bug, or a
+    hostile server's answer, must not become a result: review 2026-12-02 N7, N21)."""
+    bad = [f"{name}={value:g}" for name, value in metrics.items() if not (math.isfinite(value) and value >= 0)]
+    if bad:
+        raise PostprocessError(f"refused: {', '.join(sorted(bad))} (latencies, rates, counts and fractions are "
+                               "finite numbers ≥ 0)")
 
 
 PARSERS: dict[str, Callable[..., dict[str, float]]] = {"vllm-bench": vllm, "guidellm": guidellm, "inference-perf": inference_perf, "aiperf": aiperf}

@@ -137,6 +137,7 @@ class InteropPostprocessor:
     def run(self, ctx) -> dict[str, float]:
         """Parse the file; a missing or foreign file is a PostprocessError naming it."""
         from . import interop
+        from .summary_file import load_summary
 
         pattern = self.config.file or DEFAULT_FILES[self.config.kind]
         found = sorted((p for p in ctx.output.glob(pattern) if p.is_file() and not p.name.startswith("requests-")),
@@ -144,15 +145,11 @@ class InteropPostprocessor:
         if not found:
             raise PostprocessError(f"no {pattern} in output/ (where the {self.config.kind} tool must write its result)")
         path = found[-1]
-        try:
-            data = json.loads(read_output(path, limits.SERVING_FILE_BYTES).decode("utf-8"))
-        except (OSError, ValueError) as e:
-            raise PostprocessError(f"{path.name}: not JSON: {e}") from e
-        if not isinstance(data, dict):
-            raise PostprocessError(f"{path.name}: expected a JSON object")
+        data = load_summary(path, limits.SERVING_FILE_BYTES)  # streamed: memory bounded, not the file's size
         parse = interop.PARSERS[self.config.kind]
         try:
             metrics = parse(data, self.config.benchmark) if self.config.kind == "guidellm" else parse(data)
+            interop.refuse_bad_values(metrics)
         except PostprocessError as e:
             raise PostprocessError(f"{path.name}: {e}") from e
         if not metrics:

@@ -32,11 +32,16 @@ Price = Union[float, dict[str, float]]
 Scalar = Union[bool, int, float, str, None]
 
 
+#: The highest price per device- or core-hour taken (USD): far above any real price, and low enough that
+#: no cost computed from it overflows to ``inf`` (review 2026-12-02 N7).
+MAX_PRICE_USD = 1e6
+
+
 def _check_price(value: Price, where: str) -> Price:
     prices = value.values() if isinstance(value, dict) else [value]
     for price in prices:
-        if isinstance(price, bool) or not (math.isfinite(price) and price >= 0):
-            raise ValueError(f"{where}: a price must be a number of USD ≥ 0, got {price!r}")
+        if isinstance(price, bool) or not (math.isfinite(price) and 0 <= price <= MAX_PRICE_USD):
+            raise ValueError(f"{where}: a price must be a number of USD from 0 to {MAX_PRICE_USD:g}, got {price!r}")
     return value
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,7 +13,7 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 
-from ..errors import StoreError
+from ..errors import StoreError, StoreFileError
 from ..redact import mask_url, remember_store
 from .sqlite import BUSY_TIMEOUT_S, explain
 
@@ -147,6 +148,7 @@ def _sqlite_connect(dbapi_connection, _record, busy_timeout: float = BUSY_TIMEOU
 def _sqlite_begin(conn) -> None:
     # A writer takes the lock at BEGIN IMMEDIATE, where busy_timeout makes it wait its turn.
     write = conn.get_execution_options().get("kubebench_write", False)
+    refuse_unwritable_shm(conn.engine.url.database)
     conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
 
@@ -156,3 +158,23 @@ def no_store_yet(url: str) -> bool:
     parsed = make_url(url)
     database = parsed.database or ""
     return parsed.get_backend_name() == "sqlite" and database not in ("", ":memory:") and not Path(database).exists()
+
+
+def refuse_unwritable_shm(database: str | None) -> None:
+    """StoreFileError when the store's ``-shm`` file exists and can no longer be written.
+
+    SQLite maps that file into memory; once it is made read-only under a running process (``chattr +i``,
+    a read-only bind mount) the next write to the mapping is a SIGBUS that kills the process without
+    a word (review 2026-12-02 N19). Every transaction reads and writes it, so each one looks first: the
+    store is left as the last transaction left it, and a resume once the file is writable completes."""
+    if not database or database == ":memory:":
+        return
+    shm = f"{database}-shm"
+    try:
+        writable = os.access(shm, os.W_OK)
+    except (OSError, ValueError):
+        return
+    if not writable and os.path.exists(shm):
+        raise StoreFileError(f"store {database}: its shared-memory file {shm} is not writable any more (made read-only "
+                         "or immutable?); kubebench stops before SQLite would crash on it: make it writable (or "
+                         "remove it while no kubebench uses the store), then resume")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Literal, get_args
 
@@ -173,6 +174,20 @@ class RunResult(Record):
     log_tail: str = ""
     finished_at: float
     provenance: dict[str, object] = {}
+
+
+def refuse_non_finite(result: RunResult) -> RunResult:
+    """``result``, or, when a metric is not a finite number (``inf``, ``nan``: no measurement, and no JSON
+    either), the run recorded failed with the metrics named and none stored. The collectors and the
+    derived metrics drop such values before; this is the store's own guard, so that no path can make
+    the store refuse a run (PostgreSQL's ``json`` refuses ``Infinity``) and stop every resume there."""
+    bad = sorted(name for name, value in result.metrics.items() if not math.isfinite(value))
+    if not bad:
+        return result
+    named = ", ".join(f"{name}={result.metrics[name]}" for name in bad[:10]) + (" …" if len(bad) > 10 else "")
+    reason = f"metrics that are not finite numbers refused: {named}"
+    return result.model_copy(update={"metrics": {}, "status": "failed" if result.status == "succeeded" else result.status,
+                                     "reason": f"{result.reason}; {reason}" if result.reason else reason})
 
 
 #: Columns of ``runs`` a RunRecord is made of, in the order both ways of reading a store select them

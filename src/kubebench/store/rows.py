@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import time
 from collections.abc import Iterable, Sequence
 from functools import cache
@@ -111,7 +112,7 @@ def save_provenance(conn: Connection, data: dict, known: dict[str, str]) -> str 
     """
     if not data:
         return None
-    text = json.dumps(data, sort_keys=True, default=str)
+    text = json.dumps(_finite(data), sort_keys=True, default=str)
     if text in known:
         return known[text]
     pid = hashlib.sha256(text.encode()).hexdigest()[:32]
@@ -123,6 +124,18 @@ def save_provenance(conn: Connection, data: dict, known: dict[str, str]) -> str 
         conn.execute(insert(_p), row)
     known[text] = pid
     return pid
+
+
+def _finite(value: object) -> object:
+    """``value`` with every float that is not finite as ``null``: JSON has no ``Infinity`` (PostgreSQL's
+    ``json`` type refuses it)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 @cache

@@ -234,3 +234,20 @@ trial_decisions = Table(
     Column("sequential", Boolean, nullable=False),
     Column("decided_at", Float, nullable=False),
 )
+
+
+# schema 11 (kubebench.store.leases): who runs an experiment, for stores that runners on several machines
+# share (PostgreSQL): the runner's random owner token, host and pid, and its heartbeat in the database's
+# clock; a lease whose ``expires_at`` has passed belonged to a runner that died, and is taken over.
+# No foreign key: a runner takes the lease before its experiment's first row is written.
+experiment_leases = Table(
+    "experiment_leases",
+    metadata,
+    Column("experiment_id", String(80), primary_key=True),
+    Column("owner", String(32), nullable=False),
+    Column("host", String(255), nullable=False),
+    Column("pid", Integer, nullable=False),
+    Column("acquired_at", Float, nullable=False),
+    Column("heartbeat_at", Float, nullable=False),
+    Column("expires_at", Float, nullable=False),
+)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
@@ -12,7 +13,7 @@ from sqlalchemy import Connection, Engine, delete, func, insert, select, update
 from .. import ids
 from ..errors import NotFoundError, StoreError
 from ..timeline import Boundary
-from . import listing, rows, schema
+from . import leases, listing, rows, schema
 from .engine import make_engine, transaction
 from .migrate import ensure_current
 from .records import (
@@ -22,6 +23,7 @@ from .records import (
     RunResult,
     TrialResults,
     experiment_not_found,
+    refuse_non_finite,
     run_records,
     trial_results,
 )
@@ -38,11 +40,47 @@ class Store:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self._provenance_ids: dict[str, str] = {}  # provenance this store saved: JSON text → id
+        #: leases this store holds (experiment id → owner token): every write checks they are still its own
+        self._held: dict[str, str] = {}
+
+    @property
+    def shared(self) -> bool:
+        """Whether runners on other machines may use this store too (anything but a SQLite file): then an
+        experiment's lock is a lease in the store (:mod:`.leases`), not only a file on this machine."""
+        return self.engine.dialect.name != "sqlite"
 
     @contextmanager
     def _tx(self, what: str, write: bool = False) -> Iterator[Connection]:
         with transaction(self.engine, what, write) as conn:
+            if write and self._held:  # fenced: no write lands after another runner took a lease over
+                leases.check_held(conn, dict(self._held))
             yield conn
+
+    def acquire_lease(self, experiment_id: str, owner: str, host: str, pid: int, ttl: float,
+                      dead_owner: str | None = None) -> tuple[bool, leases.Lease | None]:
+        """Take the experiment's lease (see :func:`.leases.acquire`); once taken, this store's writes
+        are fenced by it until :meth:`release_lease`."""
+        with transaction(self.engine, "take the experiment's lease", write=True) as conn:
+            taken, other = leases.acquire(conn, experiment_id, owner, host, pid, ttl, dead_owner)
+        if taken:
+            self._held[experiment_id] = owner
+        return taken, other
+
+    def renew_lease(self, experiment_id: str, owner: str, ttl: float) -> bool:
+        """The lease's heartbeat; False when another runner took it over."""
+        with transaction(self.engine, "renew the experiment's lease", write=True) as conn:
+            return leases.renew(conn, experiment_id, owner, ttl)
+
+    def release_lease(self, experiment_id: str, owner: str) -> None:
+        """Give the lease up; this store's writes are no longer fenced by it."""
+        self._held.pop(experiment_id, None)
+        with transaction(self.engine, "release the experiment's lease", write=True) as conn:
+            leases.release(conn, experiment_id, owner)
+
+    def lease(self, experiment_id: str) -> leases.Lease | None:
+        """The experiment's lease as the store holds it (None: no runner has it)."""
+        with transaction(self.engine, "read the experiment's lease") as conn:
+            return leases.current(conn, experiment_id)
 
     def begin_experiment(self, record: ExperimentRecord, plan: Plan) -> None:
         """Create the experiment, or check that a resumed one has the same job; add new trials and runs."""
@@ -116,6 +154,7 @@ class Store:
     def finish_runs(self, results: list[RunResult]) -> None:
         """Record several ended runs in one transaction (what importers and bulk loads use)."""
         if results:
+            results = [refuse_non_finite(r) for r in results]
             known = dict(self._provenance_ids)
             with self._tx("record a run", write=True) as conn:
                 rows.record_results(conn, results, known)
@@ -231,9 +270,11 @@ class Store:
             raise experiment_not_found(experiment_id)
 
     def add_telemetry(self, run_id: str, samples: Iterable[tuple[str, float, float]]) -> None:
-        """Store a run's telemetry, ``(series, t, value)`` samples, in place of any it had (one bulk insert)."""
+        """Store a run's telemetry, ``(series, t, value)`` samples, in place of any it had (one bulk insert).
+        A sample that is not a finite number is no measurement (and SQLite stores NaN as NULL): left out."""
         tel = schema.telemetry
-        values = [{"run_id": run_id, "series": s, "t": t, "value": v} for s, t, v in samples]
+        values = [{"run_id": run_id, "series": s, "t": t, "value": v} for s, t, v in samples
+                  if math.isfinite(t) and math.isfinite(v)]
         with self._tx("record telemetry", write=True) as conn:
             conn.execute(delete(tel).where(tel.c.run_id == run_id))  # a redone run replaces its series
             if values:

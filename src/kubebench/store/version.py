@@ -5,6 +5,6 @@ with an Alembic migration in ``migrations/versions`` whose revision becomes ``HE
 checks that the migrations and the tables agree.
 """
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 #: The Alembic revision of ``SCHEMA_VERSION`` (checked against the migrations by a test).
-HEAD_REVISION = "0010"
+HEAD_REVISION = "0011"
