@@ -77,12 +77,16 @@ def series_check(db, targets: list[str], metric: Optional[list[str]] = None, thr
     candidate = _candidate(name, data)
     record = db.experiment(candidate)
     thresholds, default, floor_text = _thresholds(db, series, threshold)
-    baselines, tests = series_tests(data, candidate, _metrics(record, metric), thresholds, default,
-                                    accepted_changes(db, series), window)
-    used = sorted({e for ids in baselines.values() for e in ids})
+    found = series_tests(data, candidate, _metrics(record, metric), thresholds, default,
+                         accepted_changes(db, series), window)
+    used = sorted({e for ids in found.baselines.values() for e in ids})
     within = "".join(f" with {k}={v}" for k, v in (labels or {}).items())
-    base_text = f"{len(used)} earlier experiment{'s' * (len(used) != 1)} of series `{series}`{within}; {floor_text}"
-    return f"{series} · {candidate}", base_text, tests
+    held = sorted({e for ids in found.held.values() for e in ids})
+    level = (f"; a trial with a change not accepted is measured against its level before it (at "
+             f"{', '.join(f'`{e}`' for e in held)}: `kubebench history accept {series} --at {held[0]}` makes the "
+             "change the new level)") if held else ""
+    base_text = f"{len(used)} earlier experiment{'s' * (len(used) != 1)} of series `{series}`{within}{level}; {floor_text}"
+    return f"{series} · {candidate}", base_text, found.tests
 
 
 def pair_check(db, targets: list[str], metric: Optional[list[str]] = None, threshold: Optional[float] = None,
