@@ -74,7 +74,10 @@ def run(
         console.print(plan_table(experiment.plan))
         return
     resume = _resume_command(spec, params, set_, experiment.plan.experiment_id)
-    failed = _execute(experiment, config, console, metrics_port, benchmark_ref, resume)
+    from .detectable import noise_note
+
+    watch = noise_note(experiment, config.store_url, console)  # what its repeats can detect (#28)
+    failed = _execute(experiment, config, console, metrics_port, benchmark_ref, resume, watch)
     if outputs is not None:
         from ..pipelines.outputs import run_outputs, write_files
         from ..store.store import open_store
@@ -92,7 +95,7 @@ def _resume_command(spec, params, overrides, experiment_id: str) -> str:
 
 
 def _execute(experiment, config, console, metrics_port: Optional[int] = None, benchmark_ref: Optional[str] = None,
-             resume: str = "") -> int:
+             resume: str = "", watch: Any = None) -> int:
     from ..cancel import Cancel, stop_signals
     from ..present.progress import RichProgress
     from ..runner import execute
@@ -118,6 +121,8 @@ def _execute(experiment, config, console, metrics_port: Optional[int] = None, be
                 from ..operator.progress import Both
 
                 progress = Both(shown, writer)
+            if watch is not None:
+                progress = watch.beside(progress)
             execute(experiment, store, progress, cancel=cancel)
             if writer is not None:
                 writer.finish()
