@@ -70,7 +70,7 @@ def test_a_large_drop_with_a_wide_ci_is_inconclusive_never_unchanged() -> None:
     assert c.ratio_ci[0] < 0.5 and c.ratio_ci[1] > 1.02 and c.p_value > 0.05
     assert c.verdict == "inconclusive"
     assert c.reason == ("no significant change; the change's 90% CI (-61.0% … +11.5%) reaches beyond ±2%; 5 base and "
-                        "5 candidate runs at this noise detect changes above 59.2% (power 90%): add repeats")
+                        "5 candidate runs at this noise detect changes above 59.6% (power 90%): add repeats")
 
 
 def test_unchanged_is_said_only_when_the_whole_ci_is_within_the_threshold() -> None:

@@ -82,13 +82,10 @@ def detectability(trials: Mapping[str, TrialNoise], repeats: int, tests: int, so
 
 
 def pooled_cv(groups: list[list[float]]) -> float:
-    """The within-group coefficient of variation of groups of runs (each an experiment's): the root of the
-    mean of their variances over the mean of all values; nan without a group of 2 runs."""
-    from statistics import fmean, variance
+    """The within-group coefficient of variation of groups of runs (each an experiment's): the root mean
+    square of each group's CV (scale-free: huge or tiny values neither overflow nor underflow); nan
+    without a group of 2 runs."""
+    from ..numerics.stats import summarize
 
-    groups = [[v for v in g if math.isfinite(v)] for g in groups]
-    variances = [variance(g) for g in groups if len(g) > 1]
-    values = [v for g in groups for v in g]
-    if not variances or not values or fmean(values) == 0:
-        return math.nan
-    return math.sqrt(fmean(variances)) / abs(fmean(values))
+    cvs = [cv for g in groups if len(g) > 1 and math.isfinite(cv := summarize(g).cv)]
+    return math.sqrt(math.fsum(cv * cv for cv in cvs) / len(cvs)) if cvs else math.nan
