@@ -16,6 +16,9 @@ from typing import Literal
 COMPARE_THRESHOLD = 0.02
 #: Significance level of the one-sided tests behind ``improved`` / ``regressed``.
 COMPARE_ALPHA = 0.05
+#: The chance of finding a change at least as large as the one a "minimum detectable change" names: what
+#: ``run`` warns with before a benchmark, and what an inconclusive verdict says these runs could have seen.
+GATE_POWER = 0.9
 
 #: Whether larger or smaller values of a metric are better.
 Goal = Literal["maximize", "minimize"]

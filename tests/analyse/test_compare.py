@@ -7,15 +7,8 @@ import math
 
 import numpy as np
 import pytest
-from scipy import stats as sps
 
-from kubebench.analyse.compare import (
-    _mann_whitney,
-    _welch_one_sided,
-    compare,
-    fail_on,
-    parse_fail_on,
-)
+from kubebench.analyse.compare import compare, fail_on, parse_fail_on
 from kubebench.errors import SpecError
 
 BASE = [100.0, 101.0, 99.0, 100.5, 99.5, 100.2, 99.8, 100.7, 99.3, 100.1]
@@ -76,7 +69,8 @@ def test_a_large_drop_with_a_wide_ci_is_inconclusive_never_unchanged() -> None:
     assert c.ratio == pytest.approx(0.72)
     assert c.ratio_ci[0] < 0.5 and c.ratio_ci[1] > 1.02 and c.p_value > 0.05
     assert c.verdict == "inconclusive"
-    assert c.reason == "no significant change; the change's 95% CI (-70.0% … +23.1%) reaches beyond ±2%"
+    assert c.reason == ("no significant change; the change's 90% CI (-61.0% … +11.5%) reaches beyond ±2%; 5 base and "
+                        "5 candidate runs at this noise detect changes above 59.6% (power 90%): add repeats")
 
 
 def test_unchanged_is_said_only_when_the_whole_ci_is_within_the_threshold() -> None:
@@ -86,19 +80,26 @@ def test_unchanged_is_said_only_when_the_whole_ci_is_within_the_threshold() -> N
         c = compare(base, candidate, goal="maximize")
         if c.verdict == "unchanged":
             assert 0.98 <= c.ratio_ci[0] and c.ratio_ci[1] <= 1.02
-            assert c.reason.startswith("the change's 95% CI") and "lies within ±2%" in c.reason
+            assert c.reason.startswith("the change's 90% CI") and "lies within ±2%" in c.reason
         else:
             assert not (0.98 <= c.ratio_ci[0] and c.ratio_ci[1] <= 1.02)
 
 
-def test_three_runs_a_side_are_too_few_and_say_so() -> None:
-    c = compare([100.0, 101.0, 99.0], [90.0, 91.0, 89.0], goal="maximize")  # a clear 10% drop
-    assert c.verdict == "inconclusive"
-    assert c.reason.startswith("too few runs to tell (3 and 3: no rank test reaches p < 0.05; add repeats)")
+def test_three_runs_a_side_reach_a_verdict() -> None:
+    # UX review 2026-12-02 #1: a -9.6% change with a CI of -10.2 … -9.5% on 3 runs a side was "inconclusive"
+    # (a rank test on 3 and 3 runs never reaches p < 0.05) and the gate passed it
+    base = [866_200.0, 868_900.0, 864_100.0]
+    c = compare(base, [v * 0.904 for v in base], goal="maximize")
+    assert c.verdict == "regressed" and c.p_value < 1e-4 and fail_on(c, 0.03)
+    assert c.ratio_ci[1] < 0.91
+    clear = compare([100.0, 101.0, 99.0], [90.0, 91.0, 89.0], goal="maximize")  # a clear 10% drop
+    assert clear.verdict == "regressed"
+    two = compare([100.0, 100.3], [90.0, 90.2], goal="maximize")  # 2 runs a side: reachable too
+    assert two.verdict == "regressed"
 
 
 def test_verdicts_carry_a_reason() -> None:
-    assert compare(BASE, _scaled(BASE, 0.90), goal="maximize").reason.startswith("significant (Welch p=")
+    assert compare(BASE, _scaled(BASE, 0.90), goal="maximize").reason.startswith("significant (one-sided p=")
     assert compare([1.0], [1.0, 2.0], goal="maximize").reason == \
         "too few values: the base has 1 (a verdict needs 2 per side)"
     assert compare([1.0, 2.0], [], goal="maximize").reason == \
@@ -118,10 +119,10 @@ def test_the_default_threshold_is_the_one_rule() -> None:
 
 
 def test_one_outlier_alone_does_not_make_a_verdict() -> None:
-    # One run at half speed: Welch's t would call it, the rank test does not (ranks barely move).
+    # One run at half speed among ten: trimmed, it moves neither the level nor the noise.
     candidate = BASE[:-1] + [50.0]
     c = compare(BASE, candidate, goal="maximize")
-    assert c.verdict in ("unchanged", "inconclusive")
+    assert c.verdict == "unchanged"
 
 
 @pytest.mark.parametrize("base, candidate", [([1.0], [1.0, 2.0]), ([1.0, 2.0], []), ([], [])])
@@ -157,35 +158,9 @@ def test_to_dict_is_valid_json() -> None:
     assert back["candidate"]["median"] == 2.5
 
 
-# Helpers replace scipy calls for speed; they must agree with scipy.
-
-
-@pytest.mark.parametrize("seed", range(5))
-def test_welch_matches_scipy(seed: int) -> None:
-    rng = np.random.default_rng(seed)
-    c, b = rng.normal(10, 1, 7), rng.normal(10.5, 2, 12)
-    p, direction = _welch_one_sided(c, b)
-    alternative = "less" if direction < 0 else "greater"
-    expected = sps.ttest_ind(c, b, equal_var=False, alternative=alternative).pvalue
-    assert p == pytest.approx(expected, rel=1e-9)
-
-
-@pytest.mark.parametrize(
-    "c, b",
-    [
-        (np.arange(10.0), np.arange(3.0, 14.0)),  # large enough for the normal approximation
-        ([1.0, 2.0, 2.0, 3.0, 5.0], [2.0, 3.0, 3.0, 4.0]),  # ties
-        ([1.0, 2.5, 3.0], [4.0, 5.0, 6.0, 7.0]),  # small without ties: exact test
-        ([5.0] * 10, [5.0] * 10),  # everything tied
-    ],
-)
-def test_mann_whitney_matches_scipy(c: list[float], b: list[float]) -> None:
-    p, _ = _mann_whitney(np.asarray(c), np.asarray(b))
-    assert p == pytest.approx(sps.mannwhitneyu(c, b).pvalue, rel=1e-9)
-
-
-# Error rates of the verdict, by seeded simulation: 2% CV, 10 repeats per side. The README's Statistics
-# section gives the rates on 20 000 pairs: `_verdict_rates(shift, seed, 20_000)` for shifts 0 and 3%.
+# Error rates of the verdict, by seeded simulation: 2% CV, 10 repeats per side. docs/statistics.md gives
+# the rates on 20 000 pairs: `_verdict_rates(shift, seed, 20_000)` for shifts 0 and 3%; bench/gate_power.py
+# every number of runs from 2.
 
 PAIRS = 400
 
@@ -201,17 +176,17 @@ def _verdict_rates(shift: float, seed: int, pairs: int = PAIRS) -> dict[str, flo
 
 
 def test_false_regression_rate_on_equal_distributions_is_at_most_5_percent() -> None:
-    # 20 000 pairs: 3.8% regressed, 3.9% improved, 8.6% unchanged, 83.7% inconclusive.
+    # 20 000 pairs: 4.9% regressed, 4.9% improved, 32.6% unchanged, 57.6% inconclusive.
     rates = _verdict_rates(0.0, seed=2024)
     assert rates["regressed"] <= 0.05 and rates["improved"] <= 0.05
-    # "unchanged" is an equivalence claim (whole CI within ±2%): rare with 10 runs at 2% noise, and the rest
-    # is honestly "inconclusive", never a verdict of change.
-    assert 0.03 <= rates["unchanged"] <= 0.20
-    assert rates["inconclusive"] >= 0.70
+    # "unchanged" is an equivalence claim (the whole 90% CI within ±2%): a third of the time with 10 runs at
+    # 2% noise; the rest is honestly "inconclusive", never a verdict of change.
+    assert 0.25 <= rates["unchanged"] <= 0.40
+    assert rates["inconclusive"] >= 0.50
 
 
 def test_a_true_3_percent_regression_is_detected_at_least_90_percent_of_the_time() -> None:
-    # 20 000 pairs: 92.3% regressed, 7.6% inconclusive, 0.07% unchanged.
+    # 20 000 pairs: 93.0% regressed, 6.7% inconclusive, 0.3% unchanged.
     rates = _verdict_rates(0.03, seed=2025)
     assert rates["regressed"] >= 0.90
     assert rates["unchanged"] <= 0.01

@@ -217,3 +217,20 @@ def test_scaling_shows_the_threads_per_replica_and_warns_when_they_differ_or_eff
     result = runner.invoke(app, ["scaling", "threads"])
     assert "fixed: threads=1" in result.output and "threads per replica differ" not in result.output
     assert [line.split()[1] for line in result.output.splitlines() if line.split()[:1] in (["1"], ["2"])] == ["1", "1"]
+
+
+def test_three_runs_a_side_fail_compare_s_and_check_s_gates(home: Path) -> None:
+    # UX review 2026-12-02 #1: ratio 0.904 [0.898–0.905] with 3 runs a side read "inconclusive" and both gates exited 0
+    from kubebench.settings import settings
+    from kubebench.store.store import open_store
+    from kubebench.testing.series import store_experiment
+
+    store = open_store(settings().store_url)
+    base = [866_200.0, 868_900.0, 864_100.0]
+    store_experiment(store, "nightly-1-2", "nightly", {"ops_per_sec": [base]}, created_at=1.0)
+    store_experiment(store, "nightly-1-3", "nightly", {"ops_per_sec": [[v * 0.904 for v in base]]}, created_at=2.0)
+    gated = runner.invoke(app, ["compare", "nightly-1-2", "nightly-1-3", "--fail-on", "ops_per_sec:-3%"])
+    assert gated.exit_code == 1, gated.output
+    assert "regressed" in gated.stdout and "gate ops_per_sec:-3% failed" in gated.stderr
+    checked = runner.invoke(app, ["check", "nightly-1-2", "nightly-1-3"])
+    assert checked.exit_code == 1 and checked.stderr.startswith("FAIL: 1 regression beyond threshold")

@@ -50,23 +50,35 @@ def test_calibrate_runs_the_spec_twice_and_stores_the_floor(home: Path, write) -
     assert [lab["aa"] for lab in labels] == ["1", "2"] and labels[0]["calibration"] == labels[1]["calibration"]
 
 
-def test_a_calibrated_noise_floor_replaces_the_global_threshold(home: Path, write, monkeypatch) -> None:
-    url = f"sqlite:///{home / 'kb.db'}"
-    monkeypatch.setenv("KUBEBENCH_STORE", url)
-    store = open_store(url)
-    rng = np.random.default_rng(0)
-    # a noisy benchmark: A/A medians 7% apart; then a candidate 5% lower
-    for i, level in enumerate((1000, 1070, 1000, 950)):
-        store_experiment(store, f"e{i}", "aa", {"ips": [(level * (1 + 0.005 * rng.standard_normal(8))).tolist()]},
-                         created_at=1000.0 + i)
-    assert runner.invoke(app, ["check", "aa"]).exit_code == 1  # global 2%: fails
+def _aa_series(home: Path, levels: tuple[float, ...], labels: tuple[dict, ...] | None = None) -> Path:
+    """A spec and experiments e0, e1 … of it (one trial, 8 runs a level, 0.5% noise) in the store of ``home``."""
+    from kubebench.render.job import job_fingerprint
+    from kubebench.spec.load import load_spec
+
     spec = Path(home.parent / "aa.yaml")
     spec.write_text(SPEC)
+    fingerprint = job_fingerprint(load_spec(spec))
+    store = open_store(f"sqlite:///{home / 'kb.db'}")
+    rng = np.random.default_rng(0)
+    for i, level in enumerate(levels):
+        store_experiment(store, f"e{i}", "aa", {"ips": [(level * (1 + 0.005 * rng.standard_normal(8))).tolist()]},
+                         created_at=1000.0 + i, job_fingerprint=fingerprint, text=SPEC,
+                         labels=(labels or ({},) * len(levels))[i])
+    store.engine.dispose()
+    return spec
+
+
+def test_a_calibrated_noise_floor_replaces_the_global_threshold(home: Path, write, monkeypatch) -> None:
+    monkeypatch.setenv("KUBEBENCH_STORE", f"sqlite:///{home / 'kb.db'}")
+    # a noisy benchmark: A/A medians 7% apart; then a candidate 5% lower
+    spec = _aa_series(home, (1000, 1070, 1000, 950))
+    assert runner.invoke(app, ["check", "aa"]).exit_code == 1  # global 2%: fails
     done = runner.invoke(app, ["calibrate", str(spec), "--from", "e0", "--from", "e1"])
     assert done.exit_code == 0, done.output
     result = runner.invoke(app, ["check", "aa"])
     assert result.exit_code == 0, result.output
     assert "±6." in result.stdout or "±7." in result.stdout  # the threshold shown is the benchmark's own
+    assert "noise floor from A/A experiments e0, e1 (kubebench calibrate)" in result.stdout
     found = json.loads(runner.invoke(app, ["history", "aa", "-f", "json"]).stdout)
     assert found["trials"][0]["threshold"] > 0.06
 
@@ -79,3 +91,31 @@ def test_calibrate_refuses_what_it_cannot_measure(home: Path, write, monkeypatch
     assert two.exit_code == 2 and "not in series 'aa'" in two.output
     bare = write("bare.yaml", "name: bare\njob: {command: ['true']}\n")
     assert "declares no metrics" in runner.invoke(app, ["calibrate", str(bare)]).output
+
+
+def test_calibrate_from_refuses_experiments_that_are_not_a_and_a(home: Path, monkeypatch) -> None:
+    # security review N10: a baseline and its 20% regression given as "A/A" stored a 25% floor, and check passed it
+    monkeypatch.setenv("KUBEBENCH_STORE", f"sqlite:///{home / 'kb.db'}")
+    spec = _aa_series(home, (1000, 800), ({"version": "1.1"}, {"version": "1.2"}))
+    refused = runner.invoke(app, ["calibrate", str(spec), "--from", "e0", "--from", "e1"])
+    assert refused.exit_code == 2 and "Traceback" not in refused.output
+    assert "calibrate --from takes A/A experiments" in refused.output
+    assert "e0 and e1 differ in label version: 1.1 ≠ 1.2" in refused.output
+    assert noise_floors(open_store(f"sqlite:///{home / 'kb.db'}"), "aa") == {}
+    store_experiment(open_store(f"sqlite:///{home / 'kb.db'}"), "other", "aa", {"ips": [[1000.0, 1001.0]]})
+    job = runner.invoke(app, ["calibrate", str(spec), "--from", "e0", "--from", "other"])
+    assert job.exit_code == 2 and "other ran another job than the spec's" in job.output
+    assert "e0 and other were run from different spec texts" in job.output
+
+
+def test_a_floor_above_the_cap_is_stored_at_the_cap_saying_so(home: Path, monkeypatch) -> None:
+    monkeypatch.setenv("KUBEBENCH_STORE", f"sqlite:///{home / 'kb.db'}")
+    spec = _aa_series(home, (1000, 800, 1000, 800))  # "A/A" 20% apart, then a 20% loss
+    done = runner.invoke(app, ["calibrate", str(spec), "--from", "e0", "--from", "e1"])
+    assert done.exit_code == 0, done.output
+    assert "10.00% (capped)" in done.stdout and "above the cap of 10%: stored 10%" in done.stderr
+    [floor] = noise_floors(open_store(f"sqlite:///{home / 'kb.db'}"), "aa").values()
+    assert floor.spread == 0.10
+    assert runner.invoke(app, ["check", "aa"]).exit_code == 1  # the 20% loss still fails the gate
+    raised = runner.invoke(app, ["calibrate", str(spec), "--from", "e0", "--from", "e1", "--max-floor", "0.3"])
+    assert raised.exit_code == 0 and "(capped)" not in raised.stdout

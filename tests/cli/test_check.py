@@ -75,10 +75,30 @@ def test_a_regression_fails_with_exit_1_and_a_junit_failure(url: str, tmp_path: 
 def test_an_accepted_change_becomes_the_new_baseline(url: str) -> None:
     for i, exp_id in enumerate(("s1", "s2", "s3")):
         add(url, exp_id, 0.95, 2000.0 + i, seed=50 + i)
-    assert runner.invoke(app, ["check", "bench"]).exit_code == 1  # s3 against e2–e5 (and s1, s2)
+    assert runner.invoke(app, ["check", "bench"]).exit_code == 1  # s3 against e0–e5: the level before s1
     assert runner.invoke(app, ["history", "accept", "bench", "--at", "s1", "--note", "slower, safer"]).exit_code == 0
     result = runner.invoke(app, ["check", "bench"])
     assert result.exit_code == 0 and "2 earlier experiments" in result.stdout
+
+
+def test_a_regression_keeps_failing_night_after_night_until_accepted_or_fixed(url: str) -> None:
+    # UX review 2026-12-02 #2: the night after a step, the baseline window straddled it and check passed
+    for night, exp_id in enumerate(("s1", "s2", "s3")):
+        add(url, exp_id, 0.95, 2000.0 + night, seed=50 + night)
+        result = runner.invoke(app, ["check", "bench", "-f", "markdown"])
+        assert result.exit_code == 1, (exp_id, result.output)
+        # a window of 3 held s3 against s1, s2 and e5, mostly the new level, and passed it
+        assert runner.invoke(app, ["check", "bench", "--window", "3"]).exit_code == 1, exp_id
+        if night == 2:
+            assert ("earlier experiments of series bench; a trial with a change not accepted is measured against its "
+                    "level before it (at s1: kubebench history accept bench --at s1 makes the change the new level)"
+                    ) in result.stdout
+    add(url, "fixed", 1.0, 2010.0, seed=60)  # back at the old level: passes
+    assert runner.invoke(app, ["check", "bench"]).exit_code == 0
+    add(url, "again", 0.95, 2011.0, seed=61)
+    assert runner.invoke(app, ["check", "bench"]).exit_code == 1
+    assert runner.invoke(app, ["history", "accept", "bench", "--at", "again"]).exit_code == 0
+    assert runner.invoke(app, ["check", "bench"]).exit_code == 2  # nothing after the accepted change but itself
 
 
 @pytest.mark.parametrize("columns", [80, 200])
@@ -100,7 +120,7 @@ def test_a_terminal_gets_a_table_and_markdown_only_when_asked(url: str, tmp_path
     assert out.startswith("FAIL: 1 regression beyond threshold")
     (failing,) = [line for line in out.splitlines() if line.startswith("FAIL ")]
     assert "ips" in failing and re.search(r"\bbs=8\b", failing) and "slow=" not in out
-    assert "996" in failing and "950" in failing and "−4.6%" in failing and "[−5.3%, −4.1%]" in failing
+    assert "996" in failing and "950" in failing and "−4.6%" in failing and "[−5.2%, −4.2%]" in failing  # the 90% CI
     assert len([line for line in out.splitlines() if line.startswith("unchanged ")]) == 3
     assert max(len(line) for line in out.splitlines()) <= columns
     # the Markdown went where CI reads it

@@ -107,9 +107,19 @@ def test_history_accept_shows_its_note_as_text(hostile: str) -> None:
 
 
 def test_calibrate_shows_the_trials_as_text(hostile: str, tmp_path: Path) -> None:
+    from kubebench.render.job import job_fingerprint
+    from kubebench.spec.load import load_spec
+    from kubebench.testing.series import spec_text
+
     spec = tmp_path / "evil.yaml"
-    spec.write_text("name: evil\njob: {command: ['true']}\nmetrics: [{name: x}]\n")
-    result = runner.invoke(app, ["calibrate", str(spec), "--from", "e0", "--from", "e1"])
+    spec.write_text(spec_text("evil", [("x", "maximize")], None))
+    store = open_store(hostile)  # two A/A experiments of this very spec (calibrate takes no others)
+    for i in range(2):
+        store_experiment(store, f"aa{i}", "evil", {"x": [[100.0, 101.0, 99.0]] * 2}, [{"p": EVIL}, {"p": "ok"}],
+                         created_at=2e9 + i, labels={"commit": EVIL}, job_fingerprint=job_fingerprint(load_spec(spec)),
+                         text=spec.read_text())
+    store.engine.dispose()
+    result = runner.invoke(app, ["calibrate", str(spec), "--from", "aa0", "--from", "aa1"])
     assert result.exit_code == 0, result.output
     _clean(result.output)
 

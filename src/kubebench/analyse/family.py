@@ -1,9 +1,8 @@
 """Many comparisons at once (trials × metrics) with the family's false alarms under control.
 
-Each test is the comparison of ``kubebench compare`` (:mod:`.compare`): a candidate moved when a
-one-sided Welch t-test and a one-sided Mann–Whitney U test agree on the direction. Its p-value here is
-that intersection–union test's, ``max(p_t, p_u)`` in the observed direction, doubled so that it counts
-either direction (an "improved" is a claim too). Over the family of tests:
+Each test is the comparison of ``kubebench compare`` (:mod:`.compare`, :func:`.decision.decide`): Yuen's
+trimmed Welch t-test on log values. Its p-value here is the one-sided p in the observed direction,
+doubled so that it counts either direction (an "improved" is a claim too). Over the family of tests:
 
 - ``holm`` (default): Holm's step-down adjustment; the chance that *any* verdict of the family is
   false stays ≤ ``alpha`` (family-wise error rate), whatever the dependence between the tests;
@@ -65,11 +64,7 @@ def directional_p(base: Sequence[float], candidate: Sequence[float]) -> tuple[fl
 def rule_p_of(base: Sequence[float], candidate: Sequence[float]) -> tuple[float, int]:
     """(one-sided p of :func:`.compare.compare`'s rule in the observed direction, that direction: -1/0/+1),
     see :func:`.compare.rule_p`; (nan, 0) below 2 finite values a side."""
-    import numpy as np
-
-    b = np.asarray([v for v in base if math.isfinite(v)], dtype=float)
-    c = np.asarray([v for v in candidate if math.isfinite(v)], dtype=float)
-    return rule_p(c, b) if b.size >= 2 and c.size >= 2 else (math.nan, 0)
+    return rule_p(candidate, base)
 
 
 def adjust(p_values: Sequence[float], correction: Correction) -> list[float]:

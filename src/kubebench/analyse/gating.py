@@ -21,13 +21,20 @@ def _metrics(record, asked: Optional[list[str]]) -> list[tuple[str, Goal]]:
     return [record.metric_goal(name) for name in names]
 
 
-def _thresholds(db, series: str, given: Optional[float]) -> tuple[dict, float]:
+def _thresholds(db, series: str, given: Optional[float]) -> tuple[dict, float, str]:
+    """(thresholds by (trial key, metric), the default of the others, which they are in words)."""
     from ..store.series import noise_floors
     from .history import DEFAULT_THRESHOLD
 
     if given is not None:
-        return {}, given
-    return {key: f.spread for key, f in noise_floors(db, series).items()}, DEFAULT_THRESHOLD
+        return {}, given, f"thresholds: ±{given:.1%} (--threshold) for every test"
+    floors = noise_floors(db, series)
+    if not floors:
+        return {}, DEFAULT_THRESHOLD, f"thresholds: ±{DEFAULT_THRESHOLD:.0%} (the default: the series has no noise floor)"
+    origins = sorted({", ".join(f.experiments) for f in floors.values()})
+    return ({key: f.spread for key, f in floors.items()}, DEFAULT_THRESHOLD,
+            f"thresholds: the noise floor from A/A experiments {'; '.join(origins)} (kubebench calibrate) where it "
+            f"has one, else ±{DEFAULT_THRESHOLD:.0%}")
 
 
 def candidate_of(db, targets: list[str]) -> str:
@@ -70,13 +77,17 @@ def series_check(db, targets: list[str], metric: Optional[list[str]] = None, thr
         raise SpecError(f"no experiment of series {series!r} has the labels {shown}")
     candidate = _candidate(name, data)
     record = db.experiment(candidate)
-    thresholds, default = _thresholds(db, series, threshold)
-    baselines, tests = series_tests(data, candidate, _metrics(record, metric), thresholds, default,
-                                    accepted_changes(db, series), window)
-    used = sorted({e for ids in baselines.values() for e in ids})
+    thresholds, default, floor_text = _thresholds(db, series, threshold)
+    found = series_tests(data, candidate, _metrics(record, metric), thresholds, default,
+                         accepted_changes(db, series), window)
+    used = sorted({e for ids in found.baselines.values() for e in ids})
     within = "".join(f" with {k}={v}" for k, v in (labels or {}).items())
-    base_text = f"{len(used)} earlier experiment{'s' * (len(used) != 1)} of series {series}{within}"
-    return f"{series} · {candidate}", base_text, tests
+    held = sorted({e for ids in found.held.values() for e in ids})
+    level = (f"; a trial with a change not accepted is measured against its level before it (at "
+             f"{', '.join(held)}: kubebench history accept {series} --at {held[0]} makes the "
+             "change the new level)") if held else ""
+    base_text = f"{len(used)} earlier experiment{'s' * (len(used) != 1)} of series {series}{within}{level}; {floor_text}"
+    return f"{series} · {candidate}", base_text, found.tests
 
 
 def pair_check(db, targets: list[str], metric: Optional[list[str]] = None, threshold: Optional[float] = None,
@@ -87,9 +98,9 @@ def pair_check(db, targets: list[str], metric: Optional[list[str]] = None, thres
     base, candidate = targets
     db.experiment(base)
     record = db.experiment(candidate)
-    thresholds, default = _thresholds(db, record.series or record.name, threshold)
+    thresholds, default, floor_text = _thresholds(db, record.series or record.name, threshold)
     tests = pair_tests(db.runs(base), db.runs(candidate), _metrics(record, metric), thresholds, default)
-    return f"{candidate} vs {base}", base, tests
+    return f"{candidate} vs {base}", f"{base}; {floor_text}", tests
 
 
 def family_verdict(outcomes) -> str:

@@ -79,8 +79,10 @@ def _local_outputs(run, path: str | None) -> None:
     if not found:
         where = f"{path!r} in " if path else ""
         raise NotFoundError(f"no files at {where}{given} (list them with `kubebench outputs {run.run_id}`)")
-    for name, size in found:
-        sys.stdout.write(f"{size:>12}  {name}\n")
+    from ..present.text import safe_line
+
+    for name, size in found:  # a workload names its files: shown escaped, one line each
+        sys.stdout.write(f"{size:>12}  {safe_line(name)}\n")
 
 
 @app.command()

@@ -99,7 +99,10 @@ def run(
         experiment = with_against(experiment, against)
     extra = ["--decide-against", decide_against] if decide_against else []
     resume = _resume_command(spec, params, set_, experiment.plan.experiment_id, extra)
-    failed = _execute(experiment, config, console, metrics_port, benchmark_ref, resume)
+    from .detectable import noise_note
+
+    watch = noise_note(experiment, config.store_url, console)  # what its repeats can detect (#28)
+    failed = _execute(experiment, config, console, metrics_port, benchmark_ref, resume, watch)
     if decide_against is not None and not failed:
         failed = _regressed(config, experiment.plan.experiment_id)
     if outputs is not None:
@@ -141,7 +144,7 @@ def _regressed(config, experiment_id: str) -> int:
 
 
 def _execute(experiment, config, console, metrics_port: Optional[int] = None, benchmark_ref: Optional[str] = None,
-             resume: str = "") -> int:
+             resume: str = "", watch: Any = None) -> int:
     from ..cancel import Cancel, stop_signals
     from ..present.progress import RichProgress
     from ..runner import execute
@@ -167,6 +170,8 @@ def _execute(experiment, config, console, metrics_port: Optional[int] = None, be
                 from ..operator.progress import Both
 
                 progress = Both(shown, writer)
+            if watch is not None:
+                progress = watch.beside(progress)
             execute(experiment, store, progress, cancel=cancel)
             if writer is not None:
                 writer.finish()

@@ -10,6 +10,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from ..analyse.compare import ci_label
 from ..analyse.family import CORRECTIONS, Outcome
 from .history import params_text, percent
 from .numbers import plural, si
@@ -54,7 +55,7 @@ def markdown(outcomes: Sequence[Outcome], title: str, base: str, correction: str
     lines = [f"### kubebench check: {markdown_text(title)}", "", f"**{headline(outcomes)}**", "",
              method(outcomes, markdown_text(base), correction, alpha), ""]
     notable = [o for o in outcomes if o.verdict in ("regressed", "improved")]
-    header = ["| | metric | trial | base median | candidate median | change | 95% CI | adj. p | threshold |",
+    header = [f"| | metric | trial | base median | candidate median | change | {ci_label(alpha)} | adj. p | threshold |",
               "|---|---|---|---:|---:|---:|---|---:|---:|"]
     swept = _swept(outcomes)
     if notable:
@@ -105,7 +106,7 @@ def check_table(outcomes: Sequence[Outcome], title: str, base: str, correction: 
     table.add_column("verdict", no_wrap=True)
     table.add_column("metric", no_wrap=True)
     table.add_column("trial", no_wrap=True)
-    for name in ("base", "candidate", "change", "95% CI", "adj. p", "threshold"):
+    for name in ("base", "candidate", "change", ci_label(alpha), "adj. p", "threshold"):
         table.add_column(name, justify="right", no_wrap=True)
     swept = _swept(outcomes)
     ordered = sorted(outcomes, key=lambda o: (not o.fails, _ORDER.get(o.verdict, 4)))

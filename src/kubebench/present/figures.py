@@ -132,7 +132,7 @@ def comparison_chart(rows: Sequence[TrialComparison], title: str, threshold: flo
     figure.add_hrect(y0=1 - threshold, y1=1 + threshold, fillcolor="grey", opacity=0.15, line_width=0,
                      annotation_text=f"±{threshold:.0%}", annotation_position="top left")
     figure.add_hline(y=1.0, line_dash="dash", line_color="grey")
-    figure.update_layout(title=title, yaxis_title="candidate / base (ratio of medians, 95% CI)")
+    figure.update_layout(title=title, yaxis_title="candidate / base (ratio of medians, 90% CI)")
     return figure
 
 

@@ -12,10 +12,11 @@ from pathlib import Path
 
 from .. import __version__
 from ..analyse import quality
+from ..analyse.compare import ci_label
 from ..analyse.experiments import compare_experiments, scaling, trial_values
 from ..errors import SpecError
 from ..numerics.stats import summarize
-from ..rules import COMPARE_THRESHOLD, worker_parameters
+from ..rules import COMPARE_ALPHA, COMPARE_THRESHOLD, worker_parameters
 from ..store.records import ExperimentRecord, RunRecord
 from . import figures
 from .costs import comparison_line, cost_html
@@ -83,8 +84,8 @@ def comparison_section(base: ExperimentRecord, base_runs: Sequence[RunRecord], c
     if differ:
         text = " · ".join(f"{k}: {base_fixed.get(k, 'unset')} → {candidate_fixed.get(k, 'unset')}" for k in differ)
         section.tables.append(f"<p class='meta'>base → candidate: {html.escape(text)}</p>")
-    header = ["trial", f"base median{_in(unit)}", f"candidate median{_in(unit)}", "ratio", "95% CI", "p",
-              "verdict", "why"]
+    header = ["trial", f"base median{_in(unit)}", f"candidate median{_in(unit)}", "ratio",
+              ci_label(rows[0].comparison.alpha if rows else COMPARE_ALPHA), "p (one-sided)", "verdict", "why"]
     body = [[figures.label(r.params, [k for k in r.params if k not in swept]), short(r.comparison.base.median, unit),
              short(r.comparison.candidate.median, unit), _num(r.comparison.ratio),
              f"{_num(r.comparison.ratio_ci[0])} … {_num(r.comparison.ratio_ci[1])}", _num(r.comparison.p_value),

@@ -9,8 +9,10 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from ..analyse import quality
+from ..analyse.compare import ci_label
 from ..analyse.experiments import TrialComparison, family_note, params_key
 from ..analyse.studies import Overhead, ScalingPoint
+from ..rules import COMPARE_ALPHA
 from .numbers import percent, short
 from .tables import fixed_line, label, new_table, param_of, params_split
 from .text import cell, safe
@@ -58,7 +60,8 @@ def comparison_table(rows: Sequence[TrialComparison], base_id: str, candidate_id
         table.add_column("failed b/c", justify="right", no_wrap=True)
     note = family_note(rows)
     family = bool(note)
-    for name in ("base", "cand", "ratio", "95% CI", "p") + (("adj. p",) if family else ()):
+    for name in ("base", "cand", "ratio", ci_label(rows[0].comparison.alpha if rows else COMPARE_ALPHA), "p") + (
+            ("adj. p",) if family else ()):
         table.add_column(name, justify="right", no_wrap=True)
     table.add_column("verdict", no_wrap=True, min_width=len("inconclusive"))
     for row in rows:
@@ -73,7 +76,7 @@ def comparison_table(rows: Sequence[TrialComparison], base_id: str, candidate_id
         table.add_row(*cells)
     table.above = [_differences_line(differ, base_fixed or {}, candidate_fixed or {})] if differ else []
     table.above += [line for line in (fixed_line(shared),) if line is not None]
-    notes = [cell(f"p: Mann–Whitney, two-sided; adj. p: {note}")] if family else []
+    notes = [cell(f"p: one-sided, in the direction the candidate moved; adj. p: {note}")] if family else []
     return Group(table, *notes, *_reasons(rows, swept))
 
 

@@ -24,11 +24,13 @@ def spec_text(name: str, metrics: Sequence[tuple[str, str]], series: str | None 
 def store_experiment(store, exp_id: str, name: str, values: dict[str, Sequence[Sequence[float]]],
                      params: Sequence[dict[str, object]] = ({},), created_at: float | None = None,
                      labels: dict[str, str] | None = None, goals: dict[str, str] | None = None,
-                     series: str | None = None, provenance: dict[str, object] | None = None) -> None:
-    """One succeeded experiment: ``values[metric][trial]`` lists the runs' values of that trial."""
+                     series: str | None = None, provenance: dict[str, object] | None = None,
+                     job_fingerprint: str = "f", text: str | None = None) -> None:
+    """One succeeded experiment: ``values[metric][trial]`` lists the runs' values of that trial (``text``: the
+    spec's text stored, default one declaring the metrics; ``job_fingerprint``: its job's, as the runner stores)."""
     metrics = list(values)
     goals = goals or {}
-    text = spec_text(name, [(m, goals.get(m, "maximize")) for m in metrics], series)
+    text = text if text is not None else spec_text(name, [(m, goals.get(m, "maximize")) for m in metrics], series)
     parameters = {k: [p[k] for p in params] for k in (params[0] if params else {})}
     repeats = max(len(v) for trials in values.values() for v in trials)
     spec = BenchmarkSpec.model_validate({"name": name, "job": {"command": ["true"]}, "sweep": "zip",
@@ -36,7 +38,7 @@ def store_experiment(store, exp_id: str, name: str, values: dict[str, Sequence[S
     plan = make_plan(spec, exp_id, "f")
     now = created_at if created_at is not None else time.time()
     store.begin_experiment(ExperimentRecord(id=exp_id, name=name, backend="local", source=f"{name}.yaml",
-                                            spec_text=text, job_fingerprint="f", created_at=now, updated_at=now,
+                                            spec_text=text, job_fingerprint=job_fingerprint, created_at=now, updated_at=now,
                                             series=series or name, labels=labels or {}), plan)
     results = []
     for run in plan.runs:

@@ -172,8 +172,9 @@ class ComparisonRow(_Open):
     a: dict[str, object]
     b: dict[str, object]
     ratio: Optional[float] = None
-    ci_low: Optional[float] = None
+    ci_low: Optional[float] = Field(None, description="the ratio's CI (its level: the comparison's confidence)")
     ci_high: Optional[float] = None
+    p_value: Optional[float] = Field(None, description="one-sided p-value in the direction the candidate moved")
     adjusted_p: Optional[float] = Field(None, description="the verdict's p adjusted over the trials (Holm)")
     verdict: str
     reason: str = ""
@@ -186,6 +187,8 @@ class Comparison(_Open):
     unit: str = ""
     goal: str
     threshold: float = Field(description="relative change below which a difference counts as noise")
+    confidence: float = Field(0.9, description="the level of each row's CI of the ratio (1 − 2α: its ends are the "
+                                               "one-sided bounds the verdict is read from)")
     rows: list[ComparisonRow]
     warnings: list[str]
     correction: str = Field("", description="how significance was adjusted over several trials")

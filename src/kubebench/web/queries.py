@@ -11,7 +11,7 @@ from fastapi import HTTPException
 from ..analyse.experiments import trial_values
 from ..numerics.stats import summarize
 from ..present.costs import HEADINGS, cost_metrics, experiment_cost
-from ..rules import default_goal, metric_goal
+from ..rules import COMPARE_ALPHA, default_goal, metric_goal
 from ..store.records import EXPERIMENT_STATES, FAILED_STATES, RAN_AND_FAILED, RUN_STATUSES, ExperimentRecord, RunRecord
 from ..store.store import Store
 
@@ -242,7 +242,7 @@ def compare_detail(store: Store, a: str, b: str, metric: str | None, threshold: 
 
     unit = next((str(m.get("unit", "")) for m in base.declared_metrics() if m["name"] == name), "")
     return {"a": a, "b": b, "metric": name, "unit": metric_unit(name, unit), "goal": goal, "threshold": threshold,
-            "rows": rows, "warnings": warnings, "correction": family_note(compared),
+            "confidence": 1 - 2 * COMPARE_ALPHA, "rows": rows, "warnings": warnings, "correction": family_note(compared),
             "cost": comparison_line(runs_a, runs_b) if compared else None,
             "a_created_at": base.created_at, "b_created_at": candidate.created_at,
             "differences": differences(runs_a, runs_b, base.labels, candidate.labels)}

@@ -78,6 +78,11 @@ function median(s, unit) {
 
 const pct = (x) => (Number.isFinite(x) ? `${x >= 0 ? "+" : "−"}${Math.abs(x * 100).toFixed(1)}%` : "–");
 
+/** ``90% CI``: the level of the comparison's CIs (1 − 2α), as the API gives it. */
+function ciLabel(result) {
+  return `${Math.round((result.confidence ?? 0.9) * 100)}% CI`;
+}
+
 // The verdict and the change come first: on a phone they are what shows without a swipe (review 2026-12-02 #26).
 function renderTable(result, rows) {
   const table = document.getElementById("compare-table");
@@ -85,8 +90,9 @@ function renderTable(result, rows) {
   const unit = shown ? ` (${shown})` : "";
   const columns = [["trial"], ["verdict", "why: hover, or the reasons under the table"],
     ["change", "relative change of the medians, positive = better for the goal", true],
-    ["ratio B/A", "ratio of the medians, candidate / base", true], ["95% CI", "95% bootstrap CI of the ratio of the medians", true],
-    ["p", "two-sided Mann–Whitney p-value", true], ["A n", "", true],
+    ["ratio B/A", "ratio of the medians, candidate / base", true],
+    [ciLabel(result), `${ciLabel(result)} of the ratio B / A (Yuen's trimmed t-test on log values): the verdict is read off it`, true],
+    ["p", "one-sided p-value in the direction B moved", true], ["A n", "", true],
     [`A median${unit} [min–max]`, "median of A's runs; hover a value for the mean and its CI", true], ["B n", "", true],
     [`B median${unit} [min–max]`, "median of B's runs; hover a value for the mean and its CI", true]];
   const head = el("thead", {}, el("tr", {}, columns.map(([label, title, num]) => el("th", {
@@ -151,7 +157,7 @@ async function compare() {
     const band = `${+(result.threshold * 100).toFixed(2)}%`;
     document.getElementById("compare-summary").textContent =
       `${result.metric}${result.unit ? ` (${result.unit})` : ""}${result.goal ? `, ${result.goal}` : ""}: ` +
-      `B = ${result.b} against A = ${result.a}. Ratio = median of B / median of A, with a 95% bootstrap CI; ` +
+      `B = ${result.b} against A = ${result.a}. Ratio = median of B / median of A, with the ${ciLabel(result)} of B / A; ` +
       `a change within ±${band} (the threshold) is not one that matters.` +
       (result.correction ? ` Significance: ${result.correction}.` : "") + (result.cost ? ` ${result.cost[0].toUpperCase()}${result.cost.slice(1)}.` : "");
     const thresholdInput = document.getElementById("compare-threshold");

@@ -29,7 +29,7 @@ function labelsText(labels) {
 
 function renderChanges(result) {
   const table = document.getElementById("changes-table");
-  const head = el("tr", {}, ...["trial", "at experiment", "when", "between", "change", "95% CI", "p", "verdict", "actions"]
+  const head = el("tr", {}, ...["trial", "at experiment", "when", "between", "change", "90% CI", "p", "verdict", "actions"]
     .map((h) => el("th", {}, h)));
   const rows = [];
   for (const trial of result.trials) {

@@ -193,7 +193,7 @@ export function ratioChart(rows, metric, threshold) {
       line: { width: 0 }, fillcolor: themeColours().dark ? "rgba(124,180,255,0.12)" : "rgba(37,99,235,0.08)" });
   }
   const band = isNumber(threshold) ? `; band: ±${+(threshold * 100).toFixed(2)}%, no change that matters` : "";
-  const layout = plotLayout(`${metric}: B / A`, { subtitle: `ratio of the medians with its 95% CI${band}`,
+  const layout = plotLayout(`${metric}: B / A`, { subtitle: `ratio of the medians with the 90% CI of B / A${band}`,
     xaxis: { type: "category" }, yaxis: { title: { text: "ratio B / A" } }, showlegend: false, shapes,
   });
   return { data, layout };
