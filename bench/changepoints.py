@@ -5,11 +5,11 @@ maximize (throughput) at a level of 1000; the changed series has a 3% regression
 
 - ``gaussian``: run-to-run noise N(0, 2%) (the case the detector was first tuned on);
 - ``student-t3``: Student-t noise with 3 degrees of freedom and scale 2% (its bulk is that of N(0, 2%), its
-  tails heavy: its standard deviation is √3 × 2%, and 1 run in 30 lies beyond ±6.5%);
+  tails heavy: its standard deviation is √3 × 2%, and 1 run in 20 lies beyond ±6.4%);
 - ``outliers``: Gaussian noise, and 5% of runs slowed by a noisy neighbour, 10–30% slower (value ÷ 1.1–1.3);
 - ``wobble``: Gaussian noise, and each experiment's runs share an offset uniform in ±1% (the machine's day);
 - ``wobble-sd1``: the same with an offset N(0, 1%), wider: even knowing the noise and that there is one
-  step, its maximum-likelihood location is within ±1 point in only 89.8% of series (4,000 seeds);
+  step, its maximum-likelihood location is within ±1 point in only 89.8% of series (``--oracle``);
 - ``calibrated``: ``wobble-sd1`` with the A/A noise floor of three A/A experiments of the same noise
   (``kubebench.analyse.noise.spread``, as ``kubebench calibrate`` stores it) given to the detector;
 - ``uneven``: Gaussian noise, each experiment with 1 to 9 runs (uniform, 5 on average);
@@ -28,6 +28,8 @@ Otava users feed it one number per test run; run in ``bench/.venv-otava``, made 
 pinned version, never in the project's environment: Otava pins older NumPy and SciPy).
 
     .venv/bin/python bench/changepoints.py [--seeds 500] [--before 37e82eb] [--no-otava] [--scenario NAME …]
+    .venv/bin/python bench/changepoints.py --spread-factors      (the table levels._SPREAD_SQUARED holds)
+    .venv/bin/python bench/changepoints.py --oracle              (the best ``wobble-sd1`` allows)
 """
 
 from __future__ import annotations
@@ -232,6 +234,37 @@ def otava_rates(scenario: Scenario, seeds: Sequence[int]) -> dict[str, float]:
     return {"detected": hits / len(seeds), "false_alarms": alarms / len(seeds)}
 
 
+def spread_factors(seeds: int = 4000) -> dict[int, float]:
+    """E[spread²] / one experiment's variance for k = 2…10 A/A experiments (``levels._SPREAD_SQUARED``):
+    experiments of 5 runs whose levels differ by N(0, 2%), the runs' own noise negligible."""
+    from kubebench.analyse.noise import spread
+
+    rng = np.random.default_rng(0)
+    found = {}
+    for k in range(2, 11):
+        squares = [spread([list(LEVEL * (1 + 0.02 * rng.standard_normal()) * (1 + 1e-6 * rng.standard_normal(RUNS)))
+                           for _ in range(k)])[0] ** 2 for _ in range(seeds)]
+        found[k] = round(float(np.mean(squares)) / 0.02**2, 1)
+    return found
+
+
+def oracle(seeds: int = 4000) -> float:
+    """Share of ``wobble-sd1`` step series whose one step, placed where the means of the experiments' runs
+    split best (the maximum-likelihood location knowing the noise and that there is one step), is within
+    ±1 point: a bound on what any detector finds there."""
+    from kubebench.analyse.changepoint import WeightedL2
+
+    rng = np.random.default_rng(1)
+    hits = 0
+    for _ in range(seeds):
+        at = int(rng.integers(5, POINTS - 5))
+        runs = LEVEL * (1 + 0.01 * rng.standard_normal(POINTS))[:, None] * (1 + CV * rng.standard_normal((POINTS, RUNS)))
+        means = np.log(runs).mean(axis=1)
+        means[at:] += np.log1p(STEP)
+        hits += abs(WeightedL2(means, np.ones(POINTS)).best_split(0, POINTS)[1] - at) <= 1
+    return hits / seeds
+
+
 def table(rows: dict[str, dict[str, dict[str, float]]], seeds: int) -> str:
     """A Markdown table: per scenario, each detector's detection and false-alarm rates."""
     names = list(next(iter(rows.values())))
@@ -249,7 +282,12 @@ def main() -> None:
     parser.add_argument("--before", default="", help="git revision of the detector to compare with (e.g. 37e82eb)")
     parser.add_argument("--no-otava", action="store_true", help="leave Otava out (no bench/.venv-otava)")
     parser.add_argument("--scenario", nargs="*", default=list(SCENARIOS), choices=list(SCENARIOS))
+    parser.add_argument("--spread-factors", action="store_true", help="print E[A/A spread²] / variance by k, and stop")
+    parser.add_argument("--oracle", action="store_true", help="print the best wobble-sd1 allows, and stop")
     args = parser.parse_args()
+    if args.spread_factors or args.oracle:
+        print(spread_factors() if args.spread_factors else f"{oracle():.1%}")
+        return
     from kubebench.analyse.changepoint import detect
 
     detectors = {"before": before_detector(args.before)} if args.before else {}

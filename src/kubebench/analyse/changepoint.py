@@ -49,6 +49,10 @@ if TYPE_CHECKING:  # compare needs NumPy and SciPy: imported only when there is 
 #: level just before and just after it, and a bootstrap of 2 × 100 runs instead of 2 × 1,000 on long series.
 CONFIRM_WINDOW = 20
 
+#: Widest bump (points) the two-cut step looks for: wider ones are found by single cuts (each of its
+#: edges then splits long segments), and the search costs points × this, not points².
+WIDEST_BUMP = 40
+
 #: β of the penalty β · log(points), in units of a point's variance; chosen by simulation
 #: (``bench/changepoints.py``): ≤ 5% of flat 40-point series report a change, in every scenario.
 PENALTY = 3.0
@@ -223,14 +227,18 @@ class WeightedL2:
         last = falls.size - 1 - int(np.argmax(falls[::-1]))
         return float(falls[last]), int(cuts[last])
 
-    def best_pair(self, start: int, end: int) -> tuple[float, list[int]]:
-        """(largest fall of the cost when [start, end) is cut at i < j, [i, j]); (0, [-1]) when it cannot be."""
+    def best_pair(self, start: int, end: int, widest: int = WIDEST_BUMP) -> tuple[float, list[int]]:
+        """(largest fall of the cost when [start, end) is cut at i < j, j − i ≤ ``widest``, [i, j]); (0, [-1])
+        when it cannot be."""
         import numpy as np
 
         if end - start < 3:
             return 0.0, [-1]
         w, s, s2 = self._w[start:end + 1], self._s[start:end + 1], self._s2[start:end + 1]
-        i, j = np.triu_indices(end - start + 1, 1)  # every segment [i, j) of the points, relative to start
+        # every segment [i, j) of the points, relative to start, of at most ``widest`` points
+        i, width = np.divmod(np.arange((end - start) * widest), widest)
+        j = i + width + 1
+        i, j = i[j <= end - start], j[j <= end - start]
         with np.errstate(divide="ignore", invalid="ignore"):
             inner = (s2[j] - s2[i]) - (s[j] - s[i]) ** 2 / (w[j] - w[i])
             # the rest: [start, i) and [j, end) together around one mean (circular), as CBS compares

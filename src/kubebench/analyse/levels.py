@@ -117,8 +117,10 @@ def clipped(level: np.ndarray, variance: np.ndarray, window: int = RUNNING, limi
     if level.size < window:
         return level
     half = window // 2
-    padded = np.concatenate((np.full(half, np.nan), level, np.full(half, np.nan)))
-    around = np.nanmedian(np.lib.stride_tricks.sliding_window_view(padded, window), axis=1)
+    around = np.empty(level.size)
+    around[half:-half] = np.median(np.lib.stride_tricks.sliding_window_view(level, window), axis=1)
+    for i in (*range(half), *range(level.size - half, level.size)):  # the ends: fewer points around
+        around[i] = np.median(level[max(0, i - half):i + half + 1])
     sd = np.sqrt(variance)
     held = around + np.clip(level - around, -limit * sd, limit * sd)
     held[-1] = level[-1]
@@ -152,7 +154,7 @@ def point_levels(flat: np.ndarray, sizes: np.ndarray, owner: np.ndarray, scale: 
     Tukey's biweight: a run's weight falls with its distance from the level and is 0 beyond ``k``
     scales, so a slow run (10–30% at a CV of 2%) does not count at all. Started from each point's
     median (from where the runs of the majority pull the level to their own), iterated by reweighted
-    means (20 rounds); a point whose runs are all beyond ``k`` of its median keeps the median. The
+    means (until settled, 20 rounds at most); a point whose runs are all beyond ``k`` of its median keeps the median. The
     variance per run is the sandwich s² · E ψ² / (E ψ')² over every run's residual, E ψ² taken with
     runs − points degrees of freedom (each point's level is fitted).
     """
@@ -167,7 +169,9 @@ def point_levels(flat: np.ndarray, sizes: np.ndarray, owner: np.ndarray, scale: 
         weight = np.where(np.abs(u) < 1, (1 - u * u) ** 2, 0.0)
         total = np.bincount(owner, weight, sizes.size)
         moved = np.bincount(owner, weight * flat, sizes.size)
-        level = np.where(total > 0, moved / np.where(total > 0, total, 1.0), level)
+        level, before = np.where(total > 0, moved / np.where(total > 0, total, 1.0), level), level
+        if np.max(np.abs(level - before)) < 1e-9 * scale:  # settled (within a few rounds, most often)
+            break
     u = (flat - level[owner]) / (k * scale)
     inside = np.abs(u) < 1
     psi = np.where(inside, k * u * (1 - u * u) ** 2, 0.0)  # in units of the scale
@@ -201,17 +205,44 @@ def wobble_of(level: np.ndarray, runs_share: np.ndarray, reweighted: bool = True
         return 0.0
     d2 = np.diff(level) ** 2
     runs = runs_share[1:] + runs_share[:-1] + 1e-300
-    first = _solve(lambda w2: float(np.median(d2 / (2 * w2 + runs))) - _CHI2_MEDIAN, float(np.max(d2)))
+    if np.ptp(runs) <= 1e-9 * runs[0]:  # points of equal runs: both equations solve in closed form
+        return _equal_runs_wobble(d2, float(runs[0]), reweighted)
+    first = _solve(partial(_median_excess, d2, runs), float(np.max(d2)))
     if not reweighted:
         return first
     expected = _chi2_truncated_mean(CUT)
-    w2 = first
+    w2, kept = first, None
     for _ in range(5):  # the differences kept depend on w², w² on them: a few rounds settle both
-        kept = d2 / (2 * w2 + runs) < CUT
-        w2, before = _solve(partial(_truncated_excess, d2[kept], runs[kept], expected), float(np.max(d2))), w2
-        if w2 == before:
+        now = d2 / (2 * w2 + runs) < CUT
+        if kept is not None and np.array_equal(now, kept):
             break
+        kept = now
+        w2 = _solve(partial(_truncated_excess, d2[kept], runs[kept], expected), float(np.max(d2)))
     return w2
+
+
+def _equal_runs_wobble(d2: np.ndarray, runs: float, reweighted: bool) -> float:
+    """:func:`wobble_of` where every difference's runs' share is ``runs``: median(d²) / (2 w² + runs) = χ²₁'s
+    median, then mean(d² kept) / (2 w² + runs) = χ²₁'s mean below ``CUT``."""
+    w2 = max(0.0, (float(np.median(d2)) / _CHI2_MEDIAN - runs) / 2)
+    if not reweighted:
+        return w2
+    expected, kept = _chi2_truncated_mean(CUT), None
+    for _ in range(5):
+        now = d2 / (2 * w2 + runs) < CUT
+        if kept is not None and np.array_equal(now, kept):
+            break
+        kept = now
+        w2 = max(0.0, (float(d2[kept].mean()) / expected - runs) / 2)
+    return w2
+
+
+def _median_excess(d2: np.ndarray, runs: np.ndarray, w2: float) -> float:
+    z2 = d2 / (2 * w2 + runs)
+    half = z2.size // 2  # the median by partition: np.median's checks cost more than the bisection's sums
+    low = np.partition(z2, [half - 1, half] if z2.size % 2 == 0 else half)
+    median = (low[half - 1] + low[half]) / 2 if z2.size % 2 == 0 else low[half]
+    return float(median) - _CHI2_MEDIAN
 
 
 def _truncated_excess(d2: np.ndarray, runs: np.ndarray, expected: float, w2: float) -> float:
@@ -226,7 +257,7 @@ def _solve(excess, high: float) -> float:
     while excess(high) > 0:
         high *= 2
     low = 0.0
-    for _ in range(50):
+    for _ in range(40):  # to 1e-12 of the bracket: far below what the noise's estimate can tell
         mid = (low + high) / 2
         low, high = (mid, high) if excess(mid) > 0 else (low, mid)
     return high
