@@ -30,6 +30,7 @@ pinned version, never in the project's environment: Otava pins older NumPy and S
     .venv/bin/python bench/changepoints.py [--seeds 500] [--before 37e82eb] [--no-otava] [--scenario NAME …]
     .venv/bin/python bench/changepoints.py --spread-factors      (the table levels._SPREAD_SQUARED holds)
     .venv/bin/python bench/changepoints.py --oracle              (the best ``wobble-sd1`` allows)
+    .venv/bin/python bench/changepoints.py --short               (6–20 experiments, with and without a floor)
 """
 
 from __future__ import annotations
@@ -265,6 +266,29 @@ def oracle(seeds: int = 4000) -> float:
     return hits / seeds
 
 
+def short_series(seeds: int = 2000) -> list[str]:
+    """On 6, 10 and 20 experiments (5 runs, CV 2%, wobble N(0, 1%)): flat series with a candidate change,
+    and a 5% step at the middle found as a candidate, without and with an A/A floor of 3 experiments."""
+    from kubebench.analyse.changepoint import Floor, candidates_of
+    from kubebench.analyse.noise import spread
+
+    wobbly = SCENARIOS["wobble-sd1"]
+    lines = []
+    for n in (6, 10, 20):
+        alarms, hits = [0, 0], [0, 0]
+        for seed in range(seeds):
+            rng = np.random.default_rng([seed, n])
+            flat = [experiment(wobbly, rng, LEVEL) for _ in range(n)]
+            step = [experiment(wobbly, rng, LEVEL * (1 if i < n // 2 else 0.95)) for i in range(n)]
+            floor = Floor(spread([experiment(wobbly, rng, LEVEL) for _ in range(AA)])[0], AA, AA * RUNS)
+            for k, given in enumerate((None, floor)):
+                alarms[k] += bool(candidates_of(flat, floor=given))
+                hits[k] += n // 2 in candidates_of(step, floor=given)
+        lines.append(f"{n} experiments: flat with a candidate {alarms[0] / seeds:.1%} (A/A floor: {alarms[1] / seeds:.1%}); "
+                     f"5% step a candidate {hits[0] / seeds:.1%} (A/A floor: {hits[1] / seeds:.1%})")
+    return lines
+
+
 def table(rows: dict[str, dict[str, dict[str, float]]], seeds: int) -> str:
     """A Markdown table: per scenario, each detector's detection and false-alarm rates."""
     names = list(next(iter(rows.values())))
@@ -284,9 +308,10 @@ def main() -> None:
     parser.add_argument("--scenario", nargs="*", default=list(SCENARIOS), choices=list(SCENARIOS))
     parser.add_argument("--spread-factors", action="store_true", help="print E[A/A spread²] / variance by k, and stop")
     parser.add_argument("--oracle", action="store_true", help="print the best wobble-sd1 allows, and stop")
+    parser.add_argument("--short", action="store_true", help="print the figures of short series, and stop")
     args = parser.parse_args()
-    if args.spread_factors or args.oracle:
-        print(spread_factors() if args.spread_factors else f"{oracle():.1%}")
+    if args.spread_factors or args.oracle or args.short:
+        print(spread_factors() if args.spread_factors else f"{oracle():.1%}" if args.oracle else "\n".join(short_series()))
         return
     from kubebench.analyse.changepoint import detect
 

@@ -229,25 +229,27 @@ class WeightedL2:
 
     def best_pair(self, start: int, end: int, widest: int = WIDEST_BUMP) -> tuple[float, list[int]]:
         """(largest fall of the cost when [start, end) is cut at i < j, j − i ≤ ``widest``, [i, j]); (0, [-1])
-        when it cannot be."""
+        when it cannot be. The rest, [start, i) and [j, end), is taken around one mean, as circular binary
+        segmentation compares a bump with what surrounds it."""
         import numpy as np
 
-        if end - start < 3:
+        m = end - start
+        if m < 3:
             return 0.0, [-1]
         w, s, s2 = self._w[start:end + 1], self._s[start:end + 1], self._s2[start:end + 1]
-        # every segment [i, j) of the points, relative to start, of at most ``widest`` points
-        i, width = np.divmod(np.arange((end - start) * widest), widest)
-        j = i + width + 1
-        i, j = i[j <= end - start], j[j <= end - start]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            inner = (s2[j] - s2[i]) - (s[j] - s[i]) ** 2 / (w[j] - w[i])
-            # the rest: [start, i) and [j, end) together around one mean (circular), as CBS compares
-            rw, rs, rs2 = w[-1] - (w[j] - w[i]), s[-1] - (s[j] - s[i]), s2[-1] - (s2[j] - s2[i])
-            outer = rs2 - rs * rs / rw
-        falls = np.where((i > 0) & (j < end - start), self.error(start, end) - np.maximum(inner, 0) - np.maximum(outer, 0),
-                         -np.inf)
-        best = int(np.argmax(falls))
-        return float(falls[best]), [start + int(i[best]), start + int(j[best])]
+        whole = self.error(start, end)
+        best = (-math.inf, -1, -1)
+        for width in range(1, min(widest, m - 2) + 1):  # bumps [i, i + width) with 0 < i and i + width < m
+            lo, hi = slice(1, m - width), slice(1 + width, m)
+            aw, a, a2 = w[hi] - w[lo], s[hi] - s[lo], s2[hi] - s2[lo]
+            rw, r, r2 = w[-1] - aw, s[-1] - a, s2[-1] - a2
+            with np.errstate(divide="ignore", invalid="ignore"):
+                falls = whole - np.maximum(a2 - a * a / aw, 0) - np.maximum(r2 - r * r / rw, 0)
+            falls = np.where(np.isfinite(falls), falls, -np.inf)
+            at = int(np.argmax(falls))
+            if falls[at] > best[0]:
+                best = (float(falls[at]), start + 1 + at, start + 1 + at + width)
+        return (best[0], [best[1], best[2]]) if best[1] > 0 else (0.0, [-1])
 
     def sum_of_costs(self, bkps: Sequence[int]) -> float:
         edges = [0, *bkps]

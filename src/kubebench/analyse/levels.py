@@ -170,7 +170,7 @@ def point_levels(flat: np.ndarray, sizes: np.ndarray, owner: np.ndarray, scale: 
         total = np.bincount(owner, weight, sizes.size)
         moved = np.bincount(owner, weight * flat, sizes.size)
         level, before = np.where(total > 0, moved / np.where(total > 0, total, 1.0), level), level
-        if np.max(np.abs(level - before)) < 1e-9 * scale:  # settled (within a few rounds, most often)
+        if np.max(np.abs(level - before)) < 1e-7 * scale:  # settled (within a few rounds, most often)
             break
     u = (flat - level[owner]) / (k * scale)
     inside = np.abs(u) < 1
