@@ -86,7 +86,8 @@ def detect(points: Sequence[Sequence[float]], *, goal: Goal, threshold: float = 
     """The change points of a series of points (each the values of its repeats), in order.
 
     ``accepted``: indices of points where a change was accepted as intended: the series is cut
-    there and they are reported (``accepted=True``) with their comparison.
+    there and they are reported (``accepted=True``) with their comparison. ``floor``: the trial's A/A
+    noise floor, if it has one, pooled with the wobble between experiments the series itself shows.
     """
     values = [[v for v in p if math.isfinite(v)] for p in points]
     cuts = sorted({i for i in accepted if 0 < i < len(values)})

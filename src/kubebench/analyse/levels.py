@@ -154,9 +154,9 @@ def point_levels(flat: np.ndarray, sizes: np.ndarray, owner: np.ndarray, scale: 
     Tukey's biweight: a run's weight falls with its distance from the level and is 0 beyond ``k``
     scales, so a slow run (10–30% at a CV of 2%) does not count at all. Started from each point's
     median (from where the runs of the majority pull the level to their own), iterated by reweighted
-    means (until settled, 20 rounds at most); a point whose runs are all beyond ``k`` of its median keeps the median. The
-    variance per run is the sandwich s² · E ψ² / (E ψ')² over every run's residual, E ψ² taken with
-    runs − points degrees of freedom (each point's level is fitted).
+    means (until settled, 20 rounds at most); a point whose runs are all beyond ``k`` of its median
+    keeps the median. The variance per run is the sandwich s² · E ψ² / (E ψ')² over every run's
+    residual, E ψ² taken with runs − points degrees of freedom (each point's level is fitted).
     """
     level = grouped_median(flat, sizes)
     if not scale > 0:
