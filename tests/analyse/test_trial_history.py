@@ -121,3 +121,45 @@ def test_load_history_says_what_it_did_not_find(source, metric: str, trials: dic
     with pytest.raises(NotFoundError) as raised:
         load_history(source, "bench", metric, trials, since)
     assert str(raised.value) == message
+
+
+def _wobbly_step() -> SeriesData:
+    """One trial, 8 experiments: a 4% step at e4, tight runs, a little wobble between experiments."""
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    runs = {e.id: [{"ips": v} for v in (lvl * (1 + 0.005 * rng.standard_normal()) * (1 + 0.002 * rng.standard_normal(5)))]
+            for e, lvl in zip(EXPERIMENTS, [1000.0] * 4 + [1040.0] * 4)}
+    return SeriesData("bench", EXPERIMENTS[:8], {STEP_KEY: {"bs": 8}}, {STEP_KEY: runs}, {})
+
+
+def test_a_trial_s_a_a_floor_is_pooled_into_its_detection() -> None:
+    from kubebench.analyse.changepoint import Floor
+
+    [alone] = history(_wobbly_step(), "ips", "maximize")
+    assert [c.point.index for c in alone.changes] == [4]
+    # 10 A/A experiments whose medians lay up to 12% apart: the 4% step is within the noise
+    [floored] = history(_wobbly_step(), "ips", "maximize", floors={STEP_KEY: Floor(0.12, 10, 50)})
+    assert floored.changes == ()
+    [other] = history(_wobbly_step(), "ips", "maximize", floors={FLAT_KEY: Floor(0.12, 10, 50)})
+    assert [c.point.index for c in other.changes] == [4]  # another trial's floor
+
+
+def test_load_history_gives_each_trial_its_stored_floor(source, tmp_path: Path, monkeypatch) -> None:
+    from kubebench.analyse import history as module
+    from kubebench.analyse.changepoint import Floor, detect
+    from kubebench.store.series import save_noise_floors
+    from kubebench.store.series_records import NoiseFloor
+
+    store = open_store(f"sqlite:///{tmp_path / 'kb.db'}")  # the source's store (same tmp_path)
+    save_noise_floors(store, "bench", [NoiseFloor('{"bs":8}', "ips", 0.03, 0.01, ("x0", "x1", "x2"), 6)])
+    store.engine.dispose()
+    given = []
+
+    def spy(points, **options):
+        given.append(options["floor"])
+        return detect(points, **options)
+
+    monkeypatch.setattr(module, "detect", spy)
+    load_history(source, "bench", "ips", {}, None)
+    assert given == [Floor(0.03, 3, 6), None]

@@ -3,22 +3,24 @@
 Pure: takes the repeat-level values of each point of a series (one point = one experiment's runs
 of one trial, in time order) and returns where the level changed. No I/O.
 
-How (library choice and method, see docs/history.md):
+How (method and its reasons in docs/history.md; figures from ``bench/changepoints.py``):
 
-1. **Candidates** come from binary segmentation (ruptures' ``Binseg``, see below) with a cost written for our data:
-   the squared error of every *run* around its segment's mean, where segments may only start at a
-   point (an experiment), so a point's repeats are never split and points of any repeat count mix.
-   Values are taken on a log scale when all are positive, so that a step is relative (3% is 3%
-   whatever the metric's unit). A split is kept while it lowers the cost by more than a penalty of
-   ``PENALTY`` × log(points) × the noise of a point, as a BIC-like criterion would.
-2. **The noise of a point** is the larger of what the repeats say (pooled within-point variance / runs
-   per point) and what the points say (the median absolute difference between consecutive points'
-   means, robust to the steps themselves): runs of one experiment often share a machine's mood, and
-   the within-point variance alone would then see every day-to-day wobble as a change.
+1. **Levels**: each point is summarized by a robust level and that level's variance
+   (:mod:`.levels`): a biweight M-estimate of its runs, so a few slow runs and heavy tails do not move
+   it; a variance of the wobble the experiments share (estimated from the series, pooled with the A/A
+   noise floor when there is one) plus the runs' share; an outlying experiment held in. On a log scale
+   when all values are positive, so that a step is relative (3% is 3% whatever the unit).
+2. **Candidates** come from binary segmentation (ruptures' ``Binseg``, see below) of the levels with a
+   weighted squared error (each level weighted by 1 / its variance: χ² units), a segment also cut
+   twice at once where two cuts explain it better (circular binary segmentation: a regression fixed a
+   few experiments later). A cut is kept while it lowers the cost by more than ``PENALTY`` × log(points)
+   χ² units, as a BIC-like criterion would, widened as Student's t widens a z-test when the variance
+   was estimated from few points (its Satterthwaite degrees of freedom).
 3. **Confirmation**: each candidate is compared, with :func:`kubebench.analyse.compare.compare` (the
    same test, threshold and bootstrap CI as ``kubebench compare``), between the runs of the segment
    before it and those of the segment after it (at most ``CONFIRM_WINDOW`` points each side); a
-   candidate whose verdict is not improved or regressed is dropped, the weakest first, and the others are compared again over the merged segments.
+   candidate whose verdict is not improved or regressed is dropped, the weakest first, and the others
+   are compared again over the merged segments.
 4. **Accepted changes** (``kubebench history accept``) split the series for good: nothing is compared
    across them, so later detections measure against the level after them.
 
@@ -26,12 +28,11 @@ Why ruptures' method, and why its loop is ours: Apache Otava (the maintained hom
 E-divisive) and MongoDB's signal-processing-algorithms both pin old NumPy/SciPy (``numpy==2.2.*`` and
 ``scipy<1.17``; ``numpy<2``), which would downgrade the NumPy and SciPy kubebench and PyTorch use, and
 Otava brings BigQuery, Slack and Graphite clients. ruptures (maintained, NumPy 2 wheels) takes a custom
-cost, which is what lets the repeats drive the segmentation, but importing it imports scipy.stats,
-scipy.signal and scipy.spatial: 1.5–2 s here, more than ``kubebench history`` may take in all
-(< 1 s on 500 experiments × 20 trials). So :func:`binary_segmentation` is ruptures' ``Binseg`` loop
-written out (20 lines), and ``tests/analyse/test_changepoint.py`` runs the real ruptures on seeded
-series and checks that both find the same breakpoints. The penalty was chosen by simulation
-(``bench/history_detection.py``).
+cost, which is what lets the levels and their variances drive the segmentation, but importing it
+imports scipy.stats, scipy.signal and scipy.spatial: 1.5–2 s here, more than ``kubebench history`` may
+take in all (< 1 s on 500 experiments × 20 trials). So :func:`binary_segmentation` is ruptures'
+``Binseg`` loop written out (plus the two-cut step), and ``tests/analyse/test_changepoint.py`` runs
+the real ruptures on seeded series and checks that both find the same breakpoints (two-cut step off).
 """
 
 from __future__ import annotations
@@ -48,9 +49,24 @@ if TYPE_CHECKING:  # compare needs NumPy and SciPy: imported only when there is 
 #: level just before and just after it, and a bootstrap of 2 × 100 runs instead of 2 × 1,000 on long series.
 CONFIRM_WINDOW = 20
 
-#: β of the penalty β · log(points) · noise; chosen by simulation: ≤ 5% of flat 40-point series
-#: report a change, ≥ 90% of 3% steps (CV 2%, 5 runs per point) are found within ±1 point.
+#: Widest bump (points) the two-cut step looks for: wider ones are found by single cuts (each of its
+#: edges then splits long segments), and the search costs points × this, not points².
+WIDEST_BUMP = 40
+
+#: β of the penalty β · log(points), in units of a point's variance; chosen by simulation
+#: (``bench/changepoints.py``): ≤ 5% of flat 40-point series report a change, in every scenario.
 PENALTY = 3.0
+
+
+@dataclass(frozen=True)
+class Floor:
+    """A series' A/A noise floor (``kubebench calibrate``): ``spread``, the largest relative difference
+    between one A/A experiment's median and the median of the others' runs, over ``experiments`` A/A
+    experiments of ``runs`` runs in all."""
+
+    spread: float
+    experiments: int = 2
+    runs: int = 0
 
 
 @dataclass(frozen=True)
@@ -66,18 +82,19 @@ class ChangePoint:
 
 def detect(points: Sequence[Sequence[float]], *, goal: Goal, threshold: float = 0.02, alpha: float = 0.05,
            accepted: Collection[int] = (), notes: dict[int, str] | None = None,
-           penalty: float = PENALTY) -> list[ChangePoint]:
+           penalty: float = PENALTY, floor: Floor | None = None) -> list[ChangePoint]:
     """The change points of a series of points (each the values of its repeats), in order.
 
     ``accepted``: indices of points where a change was accepted as intended: the series is cut
-    there and they are reported (``accepted=True``) with their comparison.
+    there and they are reported (``accepted=True``) with their comparison. ``floor``: the trial's A/A
+    noise floor, if it has one, pooled with the wobble between experiments the series itself shows.
     """
     values = [[v for v in p if math.isfinite(v)] for p in points]
     cuts = sorted({i for i in accepted if 0 < i < len(values)})
     bounds = [0, *cuts, len(values)]
     found: list[ChangePoint] = []
     for start, end in zip(bounds, bounds[1:]):
-        found += _confirmed(values, start, end, goal, threshold, alpha, penalty)
+        found += _confirmed(values, start, end, goal, threshold, alpha, penalty, floor)
     if cuts:
         from .compare import compare
     for i, cut in enumerate(cuts):
@@ -89,9 +106,9 @@ def detect(points: Sequence[Sequence[float]], *, goal: Goal, threshold: float = 
 
 
 def _confirmed(values: list[list[float]], start: int, end: int, goal: Goal, threshold: float, alpha: float,
-               penalty: float) -> list[ChangePoint]:
+               penalty: float, floor: Floor | None) -> list[ChangePoint]:
     """Candidates of [start, end) that the comparison confirms (the weakest dropped first)."""
-    candidates = candidates_of(values[start:end], penalty)
+    candidates = candidates_of(values[start:end], penalty, floor)
     cuts = [start + c for c in candidates]
     if cuts:
         from .compare import compare
@@ -108,118 +125,93 @@ def _confirmed(values: list[list[float]], start: int, end: int, goal: Goal, thre
     return []
 
 
-def candidates_of(points: Sequence[Sequence[float]], penalty: float = PENALTY) -> list[int]:
-    """Indices where binary segmentation over the repeats splits the series (see the module docstring)."""
+def candidates_of(points: Sequence[Sequence[float]], penalty: float = PENALTY, floor: Floor | None = None) -> list[int]:
+    """Indices where binary segmentation over the points' robust levels splits the series (module docstring)."""
     usable = [p for p in points if p]
     if len(usable) < 2:
         return []
-    import numpy as np  # here: a series too short to split needs no NumPy
+    from .levels import levels_of  # here: a series too short to split needs no NumPy
 
     positions = [i for i, p in enumerate(points) if p]
-    flat, sizes = _flatten(usable)
-    if (flat > 0).all():
-        flat = np.log(flat)
-    noise = _noise(flat, sizes)
-    if not noise > 0:
+    found = levels_of(usable, floor)
+    if not (found.variance > 0).all():
         return []
-    pen = penalty * math.log(len(usable)) * float(sizes.mean()) * noise
-    return [positions[b] for b in binary_segmentation(GroupedL2.of(flat, sizes), len(usable), pen)]
+    pen = _penalty(penalty * math.log(len(usable)), found.dof)
+    return [positions[b] for b in binary_segmentation(WeightedL2(found.level, 1 / found.variance), len(usable), pen)]
 
 
-def binary_segmentation(cost: "GroupedL2", n: int, pen: float) -> list[int]:
+def _penalty(chi2: float, dof: float) -> float:
+    """The penalty ``chi2`` (in units of a point's variance, known) for a variance estimated with ``dof``
+    degrees of freedom: the square of Student's t quantile of the same tail probability as √chi2's."""
+    if dof > 1e6 or not chi2 > 0:
+        return chi2
+    from ..numerics.stats import t_quantile
+
+    tail = max(math.erfc(math.sqrt(chi2 / 2)) / 2, 1e-15)  # P(Z > √chi2), where t's quantile is still exact
+    return max(chi2, t_quantile(max(1, round(dof)), 1 - tail) ** 2)
+
+
+def binary_segmentation(cost: "WeightedL2", n: int, pen: float, circular: bool = True) -> list[int]:
     """Breakpoints of [0, n) by greedy binary segmentation: split where the cost falls most, while it
-    falls by more than ``pen`` (ruptures' ``Binseg(min_size=1, jump=1).predict(pen=…)``, same ties).
+    falls by more than ``pen`` a cut (ruptures' ``Binseg(min_size=1, jump=1).predict(pen=…)``, same ties,
+    when not ``circular``).
 
+    ``circular``: a segment may also be cut twice at once, where two cuts lower its cost by more than
+    2 ``pen`` and more than one cut would (circular binary segmentation, Olshen et al. 2004): a
+    regression fixed a few experiments later is a bump that no single cut explains well.
     Ours rather than ruptures' own loop: importing ruptures imports scipy.stats, scipy.signal and
     scipy.spatial (1.5–2 s here), longer than ``kubebench history`` may take in all; a test checks
     that both give the same breakpoints on seeded series.
     """
-    best: dict[tuple[int, int], tuple[float, int]] = {}
+    best: dict[tuple[int, int], tuple[float, list[int]]] = {}
 
-    def split(start: int, end: int) -> tuple[float, int]:
+    def split(start: int, end: int) -> tuple[float, list[int]]:
         if (start, end) not in best:
-            best[(start, end)] = cost.best_split(start, end)
+            fall, at = cost.best_split(start, end)
+            found = (fall - pen, [at])
+            if circular:
+                fall, pair = cost.best_pair(start, end)
+                found = max(found, (fall - 2 * pen, pair))
+            best[(start, end)] = found
         return best[(start, end)]
 
     breakpoints = [n]
     while True:
         edges = [0, *breakpoints]
         gain, at = max(split(a, b) for a, b in zip(edges, edges[1:]))
-        if at < 0 or not gain > pen:
+        if at[0] < 0 or not gain > 0:
             return breakpoints[:-1]
-        breakpoints = sorted([*breakpoints, at])
-
-
-def point_noise(points: Sequence[Sequence[float]]) -> float:
-    """Variance of one point's mean: within-point variance / repeats, or the points' own scatter if larger.
-
-    Points without values are skipped (as :func:`candidates_of` does): they would count as points of no runs.
-    """
-    return _noise(*_flatten([p for p in points if p]))
-
-
-def _flatten(points: Sequence[Sequence[float]]):
-    """(every value in one array, the number of values of each point) of non-empty points."""
-    import numpy as np
-
-    sizes = np.fromiter((len(p) for p in points), dtype=np.intp, count=len(points))
-    return np.fromiter((v for p in points for v in p), dtype=float, count=int(sizes.sum())), sizes
-
-
-def _noise(flat, sizes) -> float:
-    import numpy as np
-
-    owner = np.repeat(np.arange(sizes.size), sizes)
-    means = np.bincount(owner, flat, sizes.size) / sizes
-    within_df = int(sizes.sum()) - sizes.size
-    within = float(((flat - means[owner]) ** 2).sum()) / within_df / float(sizes.mean()) if within_df else 0.0
-    if means.size < 4:
-        return within
-    mad = float(np.median(np.abs(np.diff(means))))
-    between = (mad / 0.6744897501960817) ** 2 / 2  # |a − b| of two N(μ, v) has median 0.674·√(2v)
-    return max(within, between)
+        breakpoints = sorted([*breakpoints, *at])
 
 
 def _pooled(values: list[list[float]], start: int, end: int) -> list[float]:
     return [v for p in values[start:end] for v in p]
 
 
-class GroupedL2:
-    """Cost (ruptures' interface): squared error of every run of points [start, end) around their mean.
+class WeightedL2:
+    """Cost (ruptures' interface): Σ wᵢ (levelᵢ − their weighted mean)² of points [start, end), in units of
+    χ² when each weight is 1 / the variance of its level. Prefix sums make each segment's cost O(1)."""
 
-    Prefix sums make each segment's cost O(1), whatever the repeats per point.
-    """
-
-    model = "grouped-l2"
+    model = "weighted-l2"
     min_size = 1
 
-    def __init__(self, points: Sequence[Sequence[float]]) -> None:
-        self._prefix(*_flatten(points))
-
-    @classmethod
-    def of(cls, flat, sizes) -> "GroupedL2":
-        """The cost of points given as every value in one array and the number of values of each."""
-        cost = cls.__new__(cls)
-        cost._prefix(flat, sizes)
-        return cost
-
-    def _prefix(self, flat, sizes) -> None:
+    def __init__(self, level, weight) -> None:
         import numpy as np
 
-        owner = np.repeat(np.arange(sizes.size), sizes)
+        level, weight = np.asarray(level, dtype=float), np.asarray(weight, dtype=float)
         # centred first: sums of squares of large values around a small spread would cancel
-        centred = flat - math.fsum(flat) / flat.size
-        self._n, self._s, self._s2 = (np.concatenate(([0.0], np.cumsum(per))) for per in (
-            sizes.astype(float), np.bincount(owner, centred, sizes.size), np.bincount(owner, centred * centred, sizes.size)))
+        centred = level - float(np.average(level, weights=weight)) if level.size else level
+        self._w, self._s, self._s2 = (np.concatenate(([0.0], np.cumsum(per)))
+                                      for per in (weight, weight * centred, weight * centred * centred))
 
-    def fit(self, signal) -> "GroupedL2":
+    def fit(self, signal) -> "WeightedL2":
         self.signal = signal.reshape(-1, 1) if signal.ndim == 1 else signal
         return self
 
     def error(self, start: int, end: int) -> float:
-        n = self._n[end] - self._n[start]
+        w = self._w[end] - self._w[start]
         s = self._s[end] - self._s[start]
-        return max(0.0, float((self._s2[end] - self._s2[start]) - s * s / n))
+        return max(0.0, float((self._s2[end] - self._s2[start]) - s * s / w)) if w > 0 else 0.0
 
     def best_split(self, start: int, end: int) -> tuple[float, int]:
         """(largest fall of the cost when [start, end) is cut in two, where): every cut at once, in NumPy;
@@ -229,14 +221,37 @@ class GroupedL2:
         cuts = np.arange(start + 1, end)
         if not cuts.size:
             return 0.0, -1
-        n, s, s2 = self._n, self._s, self._s2
-        left = np.maximum(0.0, (s2[cuts] - s2[start]) - (s[cuts] - s[start]) ** 2 / (n[cuts] - n[start]))
-        right = np.maximum(0.0, (s2[end] - s2[cuts]) - (s[end] - s[cuts]) ** 2 / (n[end] - n[cuts]))
+        w, s, s2 = self._w, self._s, self._s2
+        left = np.maximum(0.0, (s2[cuts] - s2[start]) - (s[cuts] - s[start]) ** 2 / (w[cuts] - w[start]))
+        right = np.maximum(0.0, (s2[end] - s2[cuts]) - (s[end] - s[cuts]) ** 2 / (w[end] - w[cuts]))
         falls = self.error(start, end) - left - right
         last = falls.size - 1 - int(np.argmax(falls[::-1]))
         return float(falls[last]), int(cuts[last])
 
+    def best_pair(self, start: int, end: int, widest: int = WIDEST_BUMP) -> tuple[float, list[int]]:
+        """(largest fall of the cost when [start, end) is cut at i < j, j − i ≤ ``widest``, [i, j]); (0, [-1])
+        when it cannot be. The rest, [start, i) and [j, end), is taken around one mean, as circular binary
+        segmentation compares a bump with what surrounds it."""
+        import numpy as np
+
+        m = end - start
+        if m < 3:
+            return 0.0, [-1]
+        w, s, s2 = self._w[start:end + 1], self._s[start:end + 1], self._s2[start:end + 1]
+        whole = self.error(start, end)
+        best = (-math.inf, -1, -1)
+        for width in range(1, min(widest, m - 2) + 1):  # bumps [i, i + width) with 0 < i and i + width < m
+            lo, hi = slice(1, m - width), slice(1 + width, m)
+            aw, a, a2 = w[hi] - w[lo], s[hi] - s[lo], s2[hi] - s2[lo]
+            rw, r, r2 = w[-1] - aw, s[-1] - a, s2[-1] - a2
+            with np.errstate(divide="ignore", invalid="ignore"):
+                falls = whole - np.maximum(a2 - a * a / aw, 0) - np.maximum(r2 - r * r / rw, 0)
+            falls = np.where(np.isfinite(falls), falls, -np.inf)
+            at = int(np.argmax(falls))
+            if falls[at] > best[0]:
+                best = (float(falls[at]), start + 1 + at, start + 1 + at + width)
+        return (best[0], [best[1], best[2]]) if best[1] > 0 else (0.0, [-1])
+
     def sum_of_costs(self, bkps: Sequence[int]) -> float:
         edges = [0, *bkps]
         return sum(self.error(a, b) for a, b in zip(edges, edges[1:]))
-

@@ -15,7 +15,7 @@ from ..numerics.stats import Summary, summarize
 from ..provenance import provenance_differences
 from ..rules import Goal
 from ..store.series_records import AcceptedChange, SeriesData, SeriesExperiment
-from .changepoint import ChangePoint, detect
+from .changepoint import ChangePoint, Floor, detect
 
 #: Relative change below which a difference is noise, when the series has no noise floor (calibrate).
 DEFAULT_THRESHOLD = 0.02
@@ -77,10 +77,11 @@ def _text(value: object) -> str:
 
 def history(data: SeriesData, metric: str, goal: Goal, *, thresholds: dict[str, float] | None = None,
             accepted: Sequence[AcceptedChange] = (), trials: dict[str, str] | None = None,
-            alpha: float = 0.05) -> list[TrialHistory]:
+            alpha: float = 0.05, floors: dict[str, Floor] | None = None) -> list[TrialHistory]:
     """Every trial of the series (those matching ``trials``) on ``metric``, with its change points.
 
-    ``thresholds`` by trial key (from noise floors); others get :data:`DEFAULT_THRESHOLD`.
+    ``thresholds`` by trial key (from noise floors); others get :data:`DEFAULT_THRESHOLD`. ``floors`` by
+    trial key: the A/A noise floors the detection pools with the wobble it sees in the series.
     """
     accepted_at = {a.experiment_id: a.note for a in accepted if a.metric in ("", metric)}
     found = []
@@ -96,7 +97,7 @@ def history(data: SeriesData, metric: str, goal: Goal, *, thresholds: dict[str, 
         index = {p.experiment.id: i for i, p in enumerate(points)}
         cuts = {index[e]: note for e, note in accepted_at.items() if e in index}
         changes = detect([p.values for p in points], goal=goal, threshold=threshold, alpha=alpha,
-                         accepted=set(cuts), notes=cuts)
+                         accepted=set(cuts), notes=cuts, floor=(floors or {}).get(key))
         found.append(TrialHistory(params, metric, goal, threshold, tuple(points),
                                   tuple(_change(c, points, data) for c in changes)))
     return found
@@ -153,10 +154,10 @@ def load_history(source, name: str, metric: str | None, trials: dict[str, str], 
         shown = " with " + ", ".join(f"{k}={v}" for k, v in labels.items()) if labels else ""
         raise NotFoundError(f"series {series!r} has no experiments{shown} since then" if since else
                             f"series {series!r} has no experiments{shown}")
-    floors = source.noise_floors(series)
-    thresholds = {key: f.spread for (key, m), f in floors.items() if m == metric_name}
-    found = history(data, metric_name, goal, thresholds=thresholds, accepted=source.accepted_changes(series),
-                    trials=trials)
+    floors = {key: f for (key, m), f in source.noise_floors(series).items() if m == metric_name}
+    found = history(data, metric_name, goal, thresholds={key: f.spread for key, f in floors.items()},
+                    accepted=source.accepted_changes(series), trials=trials,
+                    floors={key: Floor(f.spread, len(f.experiments), f.runs) for key, f in floors.items()})
     if not found:
         raise NotFoundError(f"series {series!r} has no values of {metric_name!r}"
                             + (" for trials " + ", ".join(f"{k}={v}" for k, v in trials.items()) if trials else ""))
