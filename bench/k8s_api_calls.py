@@ -103,7 +103,7 @@ def experiment(folder: Path, runs: int, parallelism: int, job_seconds: float, na
 def report_calls(result: dict, jobs: int) -> None:
     calls = result["calls"]
     tracking = calls["list"] + calls["watch"] + calls["once"]
-    per_job = calls["create"] + calls["log"] + calls["delete"] + calls["get"] + calls["run pods"]
+    per_job = calls["create"] + calls["log"] + calls["delete"] + calls["get"] + calls["run pods"] + calls["pod events"]
     print(f"{jobs:>5} {result['max_active']:>7} {sum(calls.values()):>6} {tracking:>9} {per_job:>8} "
           f"{per_job / jobs:>8.2f} {result['checks']:>13}   {dict(sorted(calls.items()))}")
 
@@ -129,8 +129,8 @@ def main() -> None:
         big = results[args.jobs]
         print(f"→ {sum(big['calls'].values())} API calls for {args.jobs} concurrent jobs: "
               f"{big['calls']['list'] + big['calls']['watch'] + big['calls']['once']} to track them all (one list + "
-              "one watch per kind, the pre-flight and node reads), the rest create, stream logs, list a run's "
-              f"pods and delete; {big['checks']} status checks made no call.")
+              "one watch per kind, the pre-flight, version and node reads), the rest create, stream logs, list a "
+              f"run's pods and each pod's events, and delete; {big['checks']} status checks made no call.")
 
         rounds = [experiment(folder, args.runs, 1, 0.0, f"overhead-{i}") for i in range(args.rounds)]
         overhead = statistics.median((r["wall"] - sum(r["active"])) / args.runs for r in rounds)

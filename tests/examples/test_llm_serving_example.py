@@ -17,6 +17,10 @@ pytestmark = pytest.mark.slow
 pytest.importorskip("torch")
 
 
+#: What each ``kubebench run`` printed, by experiment id.
+PRINTED: dict[str, str] = {}
+
+
 def run(spec: Path, name: str, *settings: str) -> list[dict]:
     args = ["run", str(spec), "--id", name]
     for setting in settings:
@@ -24,6 +28,7 @@ def run(spec: Path, name: str, *settings: str) -> list[dict]:
     result = runner.invoke(app, args)
     records = json.loads(runner.invoke(app, ["results", name, "-f", "json"]).stdout)
     assert result.exit_code == 0, result.output + "\n".join(r["reason"] for r in records)
+    PRINTED[name] = result.output
     return records
 
 
@@ -44,6 +49,8 @@ def test_rate_sweep_then_capacity_search_then_report(home: Path, tmp_path: Path)
     capacity = run(tmp_path / "capacity.yaml", "llm-capacity", "duration=2")
     rates = {r["params"]["rate"] for r in capacity}
     assert {8, 31} <= rates <= {8, 31, 15.75} and all(r["status"] == "succeeded" for r in capacity)
+    # the search's answer ends `run` (review 2026-12-02 #15: it was only in the report and on the page)
+    assert "capacity: highest rate" in PRINTED["llm-capacity"] and "capacity:" not in PRINTED["llm-sweep"]
     texts = []
     for name in ("llm-sweep", "llm-capacity"):  # one report each: their rates differ, none to compare
         report = tmp_path / f"{name}.html"

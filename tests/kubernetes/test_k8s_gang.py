@@ -131,3 +131,16 @@ def test_a_gang_scheduled_trainjob_runs_on_a_runtime_made_from_the_default_one(c
     assert ensure(api, cluster.namespace, manifest, {}) == "kb-rt-exp-1-coscheduling"
     assert cluster.api.count("POST", "trainingruntimes") == posts  # made once per experiment
     api.close()
+
+
+
+@pytest.mark.slow
+@pytest.mark.cluster(gang="volcano")
+def test_a_gang_that_never_fits_waits_in_the_queue_and_says_its_podgroups_phase(cluster: Cluster, run_spec) -> None:
+    cluster.operator.set_nodes(1, {"cpu": "3", "memory": "8Gi"})  # 3 slots for a gang of 4: Volcano never enqueues it
+    text = spec("gang: {scheduler: volcano}", grace="1s", repeats=1).replace(
+        "unschedulable_grace: 1s}", "unschedulable_grace: 1s, queue_timeout: 7s}")
+    (run,) = run_spec(text).runs
+    # queued, not stuck: not failed once the 1 s grace is over, but timed out in the queue, saying why
+    # (the PodGroup is read every 5 s while it waits: a shorter queue timeout reads an older phase)
+    assert (run.status, run.reason) == ("timeout", f"still queued after 7s: waiting for its gang: PodGroup kb-{run.run_id} Pending")

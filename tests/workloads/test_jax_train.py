@@ -122,3 +122,7 @@ def test_a_trainjob_on_the_jax_runtime_trains_as_one_job_on_the_local_backend(ho
     logs = output_logs(home / "experiments" / "jt" / record["run_id"] / "output")
     assert len(logs) == 2 and "processes=2" in logs[0]  # node-0, node-1: one jax.distributed group
     assert_replicas_in_sync(logs, 2, record["metrics"]["tokens_per_sec"])
+    for log in logs:  # every rank marks the moments that make the run's phases (#31)
+        marks = [line.split()[1] for line in log.splitlines() if line.startswith("KUBEBENCH_MARK ")]
+        assert marks == ["imports_done", "rendezvous_done", "first_step", "last_step"], marks
+    assert {"imports_seconds", "rendezvous_seconds", "init_seconds", "train_seconds"} <= set(record["metrics"])

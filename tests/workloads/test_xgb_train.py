@@ -56,6 +56,10 @@ def test_one_worker_reports_its_rates_its_rounds_and_the_models_quality(capsys, 
     assert 0.75 < m["valid_auc"] < 1 and m["valid_logloss"] < 0.6 and 0 < m["valid_error"] < 0.3
     ((rank, world, digest, rate),) = replica_lines([out])
     assert (rank, world, float(rate)) == ("0", "1", m["rows_per_sec"]) and len(digest) == 64
+    # the run's phases come from its marks; its own time of the rounds does not take the phase's name
+    marks = [line.split()[1] for line in out.splitlines() if line.startswith("KUBEBENCH_MARK ")]
+    assert marks == ["imports_done", "rendezvous_done", "first_step", "last_step"]
+    assert "train_seconds" not in m and m["boosting_seconds"] == pytest.approx(sum(steps["step_seconds"]))
 
 
 def test_a_model_that_cannot_learn_the_interactions_scores_worse(capsys) -> None:
@@ -86,3 +90,5 @@ def test_a_trainjob_on_the_xgboost_runtime_trains_as_one_job_on_the_local_backen
     assert len(logs) == 2 and "launcher=TrainJob (xgboost-distributed)" in logs[0]
     assert_replicas_in_sync(logs, 2, record["metrics"]["rows_per_sec"])
     assert record["metrics"]["rows"] == 10_000  # each worker trained on its own rows
+    phases = {"imports_seconds", "rendezvous_seconds", "init_seconds", "train_seconds"}  # from the marks (#31)
+    assert phases <= set(record["metrics"]) and record["metrics"]["train_seconds"] < record["metrics"]["end_to_end_seconds"]

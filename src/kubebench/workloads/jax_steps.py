@@ -183,9 +183,17 @@ def describe(args: argparse.Namespace, params: int) -> None:
 
 
 def run(args: argparse.Namespace, peers: Peers) -> None:
-    """Join, build, train, measure, and report (rank 0) the run's numbers; leave the group."""
+    """Join, build, train, measure, and report (rank 0) the run's numbers; leave the group.
+
+    Marks ``imports_done`` (JAX imported), ``rendezvous_done`` once every process is known to be in
+    the group (after a first collective: gloo makes its communicator only then), and ``first_step`` /
+    ``last_step`` around the steps, as the PyTorch workloads do (``kubebench.mark``)."""
+    kubebench.mark("imports_done")
     join(peers)
     try:
+        if jax.process_count() > 1:
+            multihost_utils.sync_global_devices("kubebench-rendezvous")
+        kubebench.mark("rendezvous_done")
         _train(args, peers)
     finally:
         if jax.process_count() > 1:
@@ -204,8 +212,10 @@ def _train(args: argparse.Namespace, peers: Peers) -> None:
         describe(args, params)
     batch = synthetic_batch(args, lay, rank)
     losses: list[jax.Array] = []
+    kubebench.mark("first_step")
     carry, warm, warm_cpu = timed_steps(step, carry, batch, args.warmup_steps, losses)
     carry, times, cpu = timed_steps(step, carry, batch, args.steps, losses)
+    kubebench.mark("last_step")
     tokens_per_step = args.batch_size * args.shape.seq_len  # per device
     if rank == 0:  # at once: the file's time marks the end of the measured steps
         write_step_times(args.warmup_steps, tokens_per_step, jax.device_count(), warm + times,

@@ -15,10 +15,12 @@ XGBoost's own metrics over every worker's validation shard).
 
 Rank 0 prints ``rows/sec: <global rate>`` and a ``KUBEBENCH_METRIC`` line: ``rows_per_sec`` (training
 rows × measured rounds / seconds, summed over the workers), ``rows_per_sec_per_worker``,
-``rounds_per_sec``, ``step_time_p50/p90/p99`` (per boosting round), ``train_seconds``, the
+``rounds_per_sec``, ``step_time_p50/p90/p99`` (per boosting round), ``boosting_seconds``, the
 validation metrics, ``rows`` and ``rounds``; every round's time goes to ``output/step_times.json``
 (items: rows), the configuration to ``output/xgb_train.json``, the model's info to
 ``result/result.json``. Every rank ends with ``rank R of N: params_sha256=<model digest> own_rate=…``.
+Each marks ``imports_done``, ``rendezvous_done`` (after a first allreduce), ``first_step`` and
+``last_step`` (around the boosting rounds): the run's phases, as for the PyTorch workloads.
 """
 
 from __future__ import annotations
@@ -130,8 +132,10 @@ def train(args: argparse.Namespace, peers: Peers) -> dict[str, Any]:
               "eta": args.learning_rate, "max_bin": args.max_bin, "nthread": args.threads, "seed": args.seed,
               "eval_metric": ["logloss", "auc", "error"]}
     times = RoundTimes()
+    kubebench.mark("first_step")
     booster = xgb.train(params, train_set, num_boost_round=args.warmup_rounds + args.rounds,
                         callbacks=[_callback(times)], verbose_eval=False)
+    kubebench.mark("last_step")
     quality = _scores(booster.eval_set([(valid, "valid")]))
     return {"booster": booster, "times": times, "quality": quality}
 
@@ -160,7 +164,7 @@ def report(args: argparse.Namespace, peers: Peers, figures: dict[str, Any]) -> N
         write_step_times(args.warmup_rounds, args.rows, world, times.times, cpu_seconds=times.cpu)
         metrics = {"rows_per_sec": rate, "rows_per_sec_per_worker": rate / world,
                    "rounds_per_sec": len(measured) / sum(measured), **step_metrics(measured),
-                   "train_seconds": sum(times.times), "rows": float(args.rows * world),
+                   "boosting_seconds": sum(times.times), "rows": float(args.rows * world),
                    "rounds": float(len(times.times)), **figures["quality"]}
         print(f"rows/sec: {rate:.1f}", flush=True)
         kubebench.report(**metrics)
@@ -198,6 +202,7 @@ def run(args: argparse.Namespace, peers: Peers) -> None:
     from xgboost import collective
     from xgboost.tracker import RabitTracker
 
+    kubebench.mark("imports_done")
     if peers.rank == 0:
         describe(args, peers)
     with ExitStack() as stack:
@@ -210,6 +215,8 @@ def run(args: argparse.Namespace, peers: Peers) -> None:
             stack.enter_context(collective.CommunicatorContext(
                 dmlc_tracker_uri=peers.host, dmlc_tracker_port=peers.port, dmlc_task_id=str(peers.rank),
                 dmlc_timeout=INIT_TIMEOUT_S))
+            collective.allreduce(np.zeros(1), collective.Op.SUM)  # every worker is there
+        kubebench.mark("rendezvous_done")
         report(args, peers, train(args, peers))
     if tracker is not None:
         tracker.wait_for()
