@@ -42,7 +42,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # compare needs NumPy and SciPy: imported only when there is a candidate to confirm
-    from .compare import Comparison, Goal
+    from ..rules import Goal
+    from .compare import Comparison
 
 #: Points on each side of a candidate that its comparison takes (up to the neighbouring changes): the
 #: level just before and just after it, and a bootstrap of 2 × 100 runs instead of 2 × 1,000 on long series.

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .compare import Goal
+from ..rules import Goal
 from .family import Check
 from .gate import WINDOW
 

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kubebench.analyse.compare import GOALS, Goal
 from kubebench.errors import SpecError
 from kubebench.numerics.stats import NAN, Summary, bootstrap_median_ratio, summarize
+from kubebench.rules import GOALS, Goal
 
 
 @dataclass(frozen=True)

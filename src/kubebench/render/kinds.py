@@ -18,8 +18,8 @@ from typing import Any
 from ..errors import SpecError
 from ..rules import replica_rank
 from . import kubeflow, serving, trainjob
-from .pods import JobShape, active_deadline, container as _make_container, gpus as gpus, pod as _pod
-from .trainjob import PATCH_MANAGER as PATCH_MANAGER, TRAINER_NODE, policy_of
+from .pods import JobShape, active_deadline, container as _make_container, pod as _pod
+from .trainjob import TRAINER_NODE, policy_of
 
 Manifest = dict[str, Any]
 LABEL_PREFIX = "kubebench.io/"

@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import SpecError
-from .pods import DEFAULT_RUNTIME, JobShape, scheduling, torchrun
+from ..rules import DEFAULT_RUNTIME
+from .pods import JobShape, scheduling, torchrun
 
 #: The `manager` of the TrainJob runtime patch through which kubebench reaches the pods.
 PATCH_MANAGER = "kubebench.io/kubebench"

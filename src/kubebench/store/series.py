@@ -17,16 +17,7 @@ from ..errors import NotFoundError, SpecError
 from . import schema
 from .engine import transaction
 from .records import json_objects
-from .series_records import (  # noqa: F401  (API)
-    AcceptedChange,
-    NoiseFloor,
-    SeriesData,
-    SeriesExperiment,
-    build_series,
-    parse_labels,
-    swept_parameters,
-    trial_key,
-)
+from .series_records import AcceptedChange, NoiseFloor, SeriesData, build_series, parse_labels
 
 
 def resolve_series(store, name: str) -> str:
