@@ -233,7 +233,7 @@ def check_startable(manifest: dict[str, Any], where: str) -> None:
                     raise SpecError(f"{where}: container {container.get('name')!r}: {e}") from None
 
 
-def _with_nul(value: Any, path: tuple) -> list[tuple]:
+def _with_nul(value: Any, path: tuple[object, ...]) -> list[tuple[object, ...]]:
     if isinstance(value, str):
         return [path] if "\0" in value else []
     if isinstance(value, dict):
@@ -243,6 +243,6 @@ def _with_nul(value: Any, path: tuple) -> list[tuple]:
     return []
 
 
-def _field_path(path: tuple) -> str:
+def _field_path(path: tuple[object, ...]) -> str:
     text = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
     return text.replace("\0", "\\0")
