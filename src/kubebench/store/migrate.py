@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Column, Connection, Engine, MetaData, String, Table, insert, inspect, select
 
@@ -19,6 +20,9 @@ from ..errors import StoreError
 from . import schema
 from .engine import busy_timeout, safe_url, transaction
 from .version import HEAD_REVISION, SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 #: The revision of schema version 1, the schema of stores made before Alembic was used.
@@ -133,7 +137,7 @@ def _run_migrations(conn: Connection, before: SchemaState, revision: str) -> Non
     command.upgrade(config, revision)
 
 
-def alembic_config(conn: Connection):
+def alembic_config(conn: Connection) -> Config:
     """An Alembic configuration that runs this package's migrations on ``conn`` (no alembic.ini)."""
     from alembic.config import Config
 
