@@ -42,6 +42,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # compare needs NumPy and SciPy: imported only when there is a candidate to confirm
+    import numpy as np
+
     from ..rules import Goal
     from .compare import Comparison
 
@@ -159,7 +161,7 @@ def point_noise(points: Sequence[Sequence[float]]) -> float:
     return _noise(*_flatten([p for p in points if p]))
 
 
-def _flatten(points: Sequence[Sequence[float]]):
+def _flatten(points: Sequence[Sequence[float]]) -> tuple[np.ndarray, np.ndarray]:
     """(every value in one array, the number of values of each point) of non-empty points."""
     import numpy as np
 
@@ -167,7 +169,7 @@ def _flatten(points: Sequence[Sequence[float]]):
     return np.fromiter((v for p in points for v in p), dtype=float, count=int(sizes.sum())), sizes
 
 
-def _noise(flat, sizes) -> float:
+def _noise(flat: np.ndarray, sizes: np.ndarray) -> float:
     import numpy as np
 
     owner = np.repeat(np.arange(sizes.size), sizes)
@@ -198,13 +200,13 @@ class GroupedL2:
         self._prefix(*_flatten(points))
 
     @classmethod
-    def of(cls, flat, sizes) -> "GroupedL2":
+    def of(cls, flat: np.ndarray, sizes: np.ndarray) -> "GroupedL2":
         """The cost of points given as every value in one array and the number of values of each."""
         cost = cls.__new__(cls)
         cost._prefix(flat, sizes)
         return cost
 
-    def _prefix(self, flat, sizes) -> None:
+    def _prefix(self, flat: np.ndarray, sizes: np.ndarray) -> None:
         import numpy as np
 
         owner = np.repeat(np.arange(sizes.size), sizes)
@@ -213,7 +215,7 @@ class GroupedL2:
         self._n, self._s, self._s2 = (np.concatenate(([0.0], np.cumsum(per))) for per in (
             sizes.astype(float), np.bincount(owner, centred, sizes.size), np.bincount(owner, centred * centred, sizes.size)))
 
-    def fit(self, signal) -> "GroupedL2":
+    def fit(self, signal: np.ndarray) -> "GroupedL2":
         self.signal = signal.reshape(-1, 1) if signal.ndim == 1 else signal
         return self
 

@@ -162,4 +162,5 @@ def _scaling_point(
 def _finite(values: Sequence[float] | np.ndarray) -> np.ndarray:
     """The finite values, as summarize counts them."""
     x = np.asarray(values, dtype=float).ravel()
-    return x[np.isfinite(x)]
+    finite: np.ndarray = x[np.isfinite(x)]
+    return finite
