@@ -30,13 +30,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from support.cluster.emulator import Emulator  # noqa: E402
 
+from kubebench.attempts import dump_yaml  # noqa: E402
 from kubebench.backends.kube.config import KubernetesConfig  # noqa: E402
 from kubebench.operator import API_VERSION, GROUP, PLURAL, VERSION  # noqa: E402
 from kubebench.operator.controller import Controller, Options  # noqa: E402
 from kubebench.operator.crd import crd  # noqa: E402
 from kubebench.operator.reconcile import Observed, decide  # noqa: E402
 from kubebench.operator.validate import check  # noqa: E402
-from kubebench.runner import dump_yaml  # noqa: E402
 
 BENCHMARKS = (GROUP, VERSION, PLURAL)
 JOBS = ("batch", "v1", "jobs")

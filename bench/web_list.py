@@ -29,7 +29,7 @@ from sqlalchemy import insert
 
 from kubebench.settings import settings as make_settings
 from kubebench.store import schema
-from kubebench.store.listing import experiment_state
+from kubebench.store.records import experiment_state
 from kubebench.store.store import Store, open_store
 
 RUNS = 9

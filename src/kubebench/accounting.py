@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from .collect.cost import Held, cost_metrics, energy_per_item, hourly_rate
 from .errors import SpecError
-from .render.kinds import TRAINER_NODE, replica_groups
+from .render.kinds import replica_groups
 from .render.pods import cpu_quantity
+from .render.trainjob import TRAINER_NODE
 from .spec.efficiency import load_prices
 
 if TYPE_CHECKING:

@@ -37,7 +37,6 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .spec.files import SPEC_FILES_MAX_BYTES, shipped_size, spec_files_of  # noqa: F401  (kubebench deploy --spec)
 
 NAME = "kubebench"
 SPEC_CONFIGMAP = "kubebench-spec"

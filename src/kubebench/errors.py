@@ -7,6 +7,8 @@ recorded as data (see ``kubebench.store``).
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class KubebenchError(Exception):
     """Base of every error kubebench expects and explains."""
@@ -130,7 +132,8 @@ class PostprocessError(KubebenchError):
 class LaunchError(KubebenchError):
     """A launch from the web refused before anything started; ``problems`` locate what is wrong."""
 
-    def __init__(self, message: str, problems: list) -> None:
+    # web.forms.Problem each: a ground module cannot name the web's model
+    def __init__(self, message: str, problems: list[Any]) -> None:
         super().__init__(message)
         self.problems = problems
 

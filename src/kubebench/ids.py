@@ -12,6 +12,7 @@ check it here.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from .errors import IdError
 
@@ -28,7 +29,7 @@ def is_valid(value: object) -> bool:
     return isinstance(value, str) and _ID.match(value) is not None
 
 
-def validator(what: str):
+def validator(what: str) -> Callable[[str], str]:
     """A pydantic validator of ids (for typed request parameters): ValueError naming the rule."""
 
     def valid(value: str) -> str:

@@ -15,6 +15,7 @@ import subprocess
 from functools import cache
 from importlib import metadata
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 PROVENANCE_FORMAT_VERSION = 1
@@ -90,7 +91,7 @@ def _gpus() -> dict[str, Any]:
         pynvml.nvmlShutdown()
 
 
-def _nvml_fields(pynvml) -> dict[str, Any]:
+def _nvml_fields(pynvml: ModuleType) -> dict[str, Any]:
     gpus = []
     for index in range(pynvml.nvmlDeviceGetCount()):
         handle = pynvml.nvmlDeviceGetHandleByIndex(index)

@@ -105,7 +105,7 @@ SELF_CHECK_METRIC = re.compile(r"^(?:arrival_|client_|loop_delay_|request_rate_|
 
 def metric_order(names: Sequence[str]) -> list[str]:
     """``names`` in the order of :data:`WELL_KNOWN_METRICS` (see there)."""
-    def key(name: str) -> tuple:
+    def key(name: str) -> tuple[int, int, int, str]:
         if name in WELL_KNOWN_METRICS:
             return (0, WELL_KNOWN_METRICS.index(name), 0, name)
         prefix = next((p for p in LATENCY_PREFIXES if name.startswith(p)), None)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol, TypeVar
 
 from . import ids, registry
-from .attempts import INTERRUPTED, dump_yaml, execute_run, log_tail  # noqa: F401  (dump_yaml, log_tail: API)
+from .attempts import INTERRUPTED, execute_run
 from .backends.base import Backend, Lifecycle
 from .cancel import Cancel
 from .data import prepare_data

@@ -14,7 +14,8 @@ from support.timing import scaled, wait_for
 from kubebench.backends.local import LocalBackend, LocalConfig, plan_launches
 from kubebench.paths import RunPaths
 from kubebench.render.job import RenderedJob
-from kubebench.render.kinds import JobShape, build_manifest
+from kubebench.render.kinds import build_manifest
+from kubebench.render.pods import JobShape
 
 
 def manifest(kind: str, workers: int, command: list[str], runtime: str = "torch-distributed") -> dict:

@@ -17,7 +17,8 @@ from kubebench.backends.local import LocalBackend, LocalConfig
 from kubebench.errors import InfrastructureError
 from kubebench.paths import RunPaths
 from kubebench.render.job import RenderedJob
-from kubebench.render.kinds import JobShape, build_manifest
+from kubebench.render.kinds import build_manifest
+from kubebench.render.pods import JobShape
 from kubebench.runner import execute, plan_experiment
 from kubebench.settings import settings
 from kubebench.spec.load import load_spec

@@ -6,7 +6,8 @@ import sys
 from pathlib import Path
 
 from kubebench.backends.local import plan_launches
-from kubebench.render.kinds import JobShape, build_manifest
+from kubebench.render.kinds import build_manifest
+from kubebench.render.pods import JobShape
 
 
 def launcher_argv(tmp_path: Path, command: list[str]) -> tuple[str, ...]:

@@ -13,7 +13,8 @@ from support.replicas import assert_replicas_in_sync, output_logs
 
 from kubebench.backends.local import device_slices, plan_launches
 from kubebench.backends.local_env import trainer_processes
-from kubebench.render.kinds import JobShape, build_manifest
+from kubebench.render.kinds import build_manifest
+from kubebench.render.pods import JobShape
 
 TORCHRUN = (sys.executable, "-m", "torch.distributed.run")
 

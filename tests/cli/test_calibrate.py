@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 
 from kubebench.analyse.noise import MIN_THRESHOLD, spread
 from kubebench.cli import app
-from kubebench.store.series import noise_floors, trial_key
+from kubebench.store.series import noise_floors
+from kubebench.store.series_records import trial_key
 from kubebench.store.store import open_store
 from kubebench.testing.series import store_experiment
 

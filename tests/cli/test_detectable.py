@@ -17,8 +17,8 @@ from kubebench.runner import plan_experiment
 from kubebench.settings import settings
 from kubebench.spec.load import load_spec
 from kubebench.store.records import RunResult
-from kubebench.store.series import save_noise_floors, trial_key
-from kubebench.store.series_records import NoiseFloor
+from kubebench.store.series import save_noise_floors
+from kubebench.store.series_records import NoiseFloor, trial_key
 from kubebench.store.store import open_store
 from kubebench.testing.series import store_experiment
 

@@ -9,8 +9,8 @@ import pytest
 from kubebench.accounting import account, held_by, requested, steady_mfu
 from kubebench.collect.cost import Held, cost_metrics, energy_per_item, hourly_rate
 from kubebench.errors import SpecError
-from kubebench.render.kinds import JobShape, build_manifest
-from kubebench.render.pods import cpu_quantity
+from kubebench.render.kinds import build_manifest
+from kubebench.render.pods import JobShape, cpu_quantity
 from kubebench.rules import default_goal
 from kubebench.spec.efficiency import Prices, PriceTable, load_prices
 from kubebench.spec.load import load_spec

@@ -103,7 +103,8 @@ def test_a_gang_scheduled_trainjob_runs_on_a_runtime_made_from_the_default_one(c
     from kubebench.backends.kube.runtimes import CLUSTER_TRAINING_RUNTIMES, TRAINING_RUNTIMES, ensure
     from kubebench.errors import BackendError
     from kubebench.render.gang import GangShape, apply
-    from kubebench.render.kinds import JobShape, build_manifest
+    from kubebench.render.kinds import build_manifest
+    from kubebench.render.pods import JobShape
 
     store = cluster.api.store
     for res in (TRAINING_RUNTIMES, CLUSTER_TRAINING_RUNTIMES):

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from kubebench.cli import app
 from kubebench.errors import SpecError
 from kubebench.render import kinds
+from kubebench.render.trainjob import PATCH_MANAGER
 from kubebench.runner import make_backend, plan_experiment
 from kubebench.settings import settings
 from kubebench.spec.load import load_spec
@@ -229,7 +230,7 @@ def test_templates_of_every_kind_validate_after_the_backend_decorates_them(tmp_p
 def test_a_template_trainjob_keeps_its_own_runtime_patch(tmp_path: Path) -> None:
     (tmp_path / "t.j2").write_text(textwrap.dedent(TEMPLATES["trainjob.yaml.j2"]).lstrip())
     patches = rendered(tmp_path, TEMPLATE_SPEC % "t.j2")["spec"]["runtimePatches"]
-    assert [p["manager"] for p in patches] == ["example.com/other", kinds.PATCH_MANAGER]
+    assert [p["manager"] for p in patches] == ["example.com/other", PATCH_MANAGER]
 
 
 def test_the_validators_catch_mistakes() -> None:

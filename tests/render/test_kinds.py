@@ -14,6 +14,7 @@ from kubebench.paths import RunPaths
 from kubebench.plan.plan import Run, make_plan
 from kubebench.render import kinds
 from kubebench.render.job import RenderedJob, job_fingerprint, render_run
+from kubebench.render.pods import JobShape
 from kubebench.spec.load import load_spec
 
 EXP = "bench-202401010000-abcd"
@@ -368,7 +369,7 @@ def test_unsupported_kind_lists_supported_kinds() -> None:
 
 
 def test_build_manifest_from_a_job_shape() -> None:
-    shape = kinds.JobShape(
+    shape = JobShape(
         kind="PyTorchJob", workers=2, image="i", command=("a", "b"), env=(("X", "1"),), resources=(("gpu", "2"),)
     )
     m = kinds.build_manifest(shape, "kb-x", {"kubebench.io/run": "x"}, timeout=0.3)

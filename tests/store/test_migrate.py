@@ -11,6 +11,7 @@ from kubebench.errors import StoreError
 from kubebench.store import migrate, schema
 from kubebench.store.engine import make_engine
 from kubebench.store.store import open_store
+from kubebench.store.version import HEAD_REVISION, SCHEMA_VERSION
 
 runner = CliRunner(env={"COLUMNS": "200"})
 
@@ -37,12 +38,12 @@ def make_v1_store(url: str, before_alembic: bool) -> None:
 def test_head_revision_is_the_migrations_head() -> None:
     from alembic.script import ScriptDirectory
 
-    assert ScriptDirectory(str(migrate.MIGRATIONS)).get_current_head() == schema.HEAD_REVISION
+    assert ScriptDirectory(str(migrate.MIGRATIONS)).get_current_head() == HEAD_REVISION
 
 
 def test_a_new_store_starts_at_the_newest_schema(store_url: str) -> None:
     engine = open_store(store_url).engine
-    assert migrate.state(engine) == migrate.SchemaState(schema.SCHEMA_VERSION, schema.HEAD_REVISION)
+    assert migrate.state(engine) == migrate.SchemaState(SCHEMA_VERSION, HEAD_REVISION)
     engine.dispose()
 
 
@@ -52,7 +53,7 @@ def test_the_migrations_make_the_schema_of_the_tables(store_url: str) -> None:
 
     engine = make_engine(store_url)  # every migration from an empty database, not create_all
     assert migrate.upgrade(engine, migrate.FIRST_REVISION)[1].version == 1
-    assert migrate.upgrade(engine)[1] == migrate.SchemaState(schema.SCHEMA_VERSION, schema.HEAD_REVISION)
+    assert migrate.upgrade(engine)[1] == migrate.SchemaState(SCHEMA_VERSION, HEAD_REVISION)
     with engine.connect() as conn:
         assert compare_metadata(MigrationContext.configure(conn), schema.metadata) == []
     engine.dispose()
@@ -67,11 +68,11 @@ def test_an_old_store_is_refused_until_db_upgrade_keeps_its_rows(store_url: str,
     assert status.exit_code == 0 and "schema version 1" in status.output and "kubebench db upgrade" in status.output
     done = runner.invoke(app, ["db", "upgrade", "--store", store_url])
     assert done.exit_code == 0, done.output
-    assert f"schema version 1 → {schema.SCHEMA_VERSION}" in done.output
+    assert f"schema version 1 → {SCHEMA_VERSION}" in done.output
     store = open_store(store_url)
     [run] = store.runs("old-exp")
     assert (run.run_id, run.params, run.metrics, run.path, run.provenance) == ("r1", {"bs": 8}, {"ips": 812.5}, "/x/r1", {})
-    assert migrate.state(store.engine).revision == schema.HEAD_REVISION
+    assert migrate.state(store.engine).revision == HEAD_REVISION
     again = runner.invoke(app, ["db", "upgrade", "--store", store_url])
     assert again.exit_code == 0 and "already at schema version" in again.output
     store.engine.dispose()
@@ -80,7 +81,7 @@ def test_an_old_store_is_refused_until_db_upgrade_keeps_its_rows(store_url: str,
 def test_db_upgrade_refuses_a_newer_store(store_url: str) -> None:
     engine = open_store(store_url).engine
     with engine.begin() as conn:
-        conn.execute(update(schema.meta).values(value=str(schema.SCHEMA_VERSION + 1)))
+        conn.execute(update(schema.meta).values(value=str(SCHEMA_VERSION + 1)))
     engine.dispose()
     done = runner.invoke(app, ["db", "upgrade", "--store", store_url])
     assert done.exit_code == 2

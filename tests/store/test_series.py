@@ -7,6 +7,7 @@ import pytest
 from kubebench.errors import NotFoundError, SpecError
 from kubebench.store import series as s
 from kubebench.store.reader import SqliteReader, open_results
+from kubebench.store.series_records import NoiseFloor, parse_labels, swept_parameters, trial_key
 from kubebench.testing.series import store_experiment
 
 
@@ -41,7 +42,7 @@ def test_a_series_is_read_in_time_order_with_each_trials_runs(store) -> None:
     data = s.read_series(store, "bench", environments=True)
     assert [e.id for e in data.experiments] == ["e0", "e1", "e2"]
     assert [e.labels["version"] for e in data.experiments] == ["1.0", "1.1", "1.2"]
-    key8 = s.trial_key({"bs": 8})
+    key8 = trial_key({"bs": 8})
     assert data.params[key8] == {"bs": 8}
     assert [m["ips"] for m in data.runs[key8]["e2"]] == [102.0, 103.0]
     assert data.environments["e1"]["python"] == "3.1"
@@ -67,7 +68,7 @@ def test_accepted_changes_are_checked_and_kept(store) -> None:
 
 def test_noise_floors_and_notes_round_trip_and_go_with_the_experiment(store) -> None:
     _series(store)
-    floor = s.NoiseFloor(s.trial_key({"bs": 8}), "ips", 0.012, 0.01, ("e0", "e1"), 4)
+    floor = NoiseFloor(trial_key({"bs": 8}), "ips", 0.012, 0.01, ("e0", "e1"), 4)
     s.save_noise_floors(store, "bench", [floor])
     s.save_noise_floors(store, "bench", [floor])
     assert s.noise_floors(store, "bench") == {(floor.trial_key, "ips"): floor}
@@ -81,10 +82,10 @@ def test_noise_floors_and_notes_round_trip_and_go_with_the_experiment(store) -> 
 
 
 def test_labels_must_be_key_value() -> None:
-    assert s.parse_labels(["version=1.4.2", "commit = abc123"]) == {"version": "1.4.2", "commit": "abc123"}
+    assert parse_labels(["version=1.4.2", "commit = abc123"]) == {"version": "1.4.2", "commit": "abc123"}
     for bad in ("version", "=x", "1x=2", "k="):
         with pytest.raises(SpecError, match="invalid --label"):
-            s.parse_labels([bad])
+            parse_labels([bad])
 
 
 def test_an_upgraded_store_puts_each_experiment_in_the_series_of_its_name(store_url: str) -> None:
@@ -109,8 +110,8 @@ def test_a_parameter_fixed_in_each_experiment_does_not_split_the_trials(store) -
                          params=[{"bs": 8, "speed": speed}, {"bs": 16, "speed": speed}], created_at=1000.0 + i)
     data = s.read_series(store, "bench")
     assert sorted(data.params.values(), key=str) == [{"bs": 16}, {"bs": 8}]
-    assert sorted(data.runs[s.trial_key({"bs": 8})]) == ["v0", "v1"]
-    assert s.swept_parameters([("a", {"x": 1, "y": 1}), ("a", {"x": 2, "y": 1}), ("b", {"y": 2})]) == {"x"}
+    assert sorted(data.runs[trial_key({"bs": 8})]) == ["v0", "v1"]
+    assert swept_parameters([("a", {"x": 1, "y": 1}), ("a", {"x": 2, "y": 1}), ("b", {"y": 2})]) == {"x"}
 
 
 def test_the_sqlite3_series_reader_answers_what_the_store_answers(store_url: str) -> None:
@@ -122,7 +123,7 @@ def test_the_sqlite3_series_reader_answers_what_the_store_answers(store_url: str
     store_experiment(store, "e9", "bench", {"ips": [[5.0, 6.0], [7.0]], "lat": [[1.0, 2.0], []]},
                      params=[{"bs": 8}, {"bs": 16}], created_at=2000.0, provenance={"host": {"name": "other"}})
     s.accept_change(store, "bench", "e1", note="n")
-    s.save_noise_floors(store, "bench", [s.NoiseFloor(s.trial_key({"bs": 8}), "ips", 0.01, 0.02, ("e0", "e1"), 4)])
+    s.save_noise_floors(store, "bench", [NoiseFloor(trial_key({"bs": 8}), "ips", 0.01, 0.02, ("e0", "e1"), 4)])
     fast, full = open_series(store_url), StoreSeries(store)
     assert isinstance(fast, SqliteSeries) == store_url.startswith("sqlite")
     for source in (fast, full):

@@ -15,6 +15,7 @@ from kubebench.store import schema
 from kubebench.store.reader import open_results
 from kubebench.store.records import ExperimentRecord, RunResult
 from kubebench.store.store import open_store
+from kubebench.store.version import SCHEMA_VERSION
 
 
 def spec() -> BenchmarkSpec:
@@ -83,7 +84,7 @@ def test_unknown_experiment_is_not_found(store) -> None:
 def test_a_newer_store_is_refused(store_url: str, opened) -> None:
     store = open_store(store_url)
     with store.engine.begin() as conn:
-        conn.execute(update(schema.meta).values(value=str(schema.SCHEMA_VERSION + 1)))
+        conn.execute(update(schema.meta).values(value=str(SCHEMA_VERSION + 1)))
     store.engine.dispose()
     with pytest.raises(StoreError, match="newer than this kubebench understands"):
         opened(store_url)

@@ -14,6 +14,7 @@ from kubebench.store import migrate, schema
 from kubebench.store.engine import make_engine
 from kubebench.store.records import ExperimentRecord, RunResult, experiment_state
 from kubebench.store.store import open_store
+from kubebench.store.version import SCHEMA_VERSION
 
 
 @pytest.mark.parametrize("statuses, state", [
@@ -115,7 +116,7 @@ def test_migration_0005_derives_the_states_of_an_older_store(tmp_path: Path) -> 
              "status": s, "reason": "", "log_tail": "", "info": {}, "attempts": 0, "path": ""}
             for e, ss in statuses.items() for k, s in enumerate(ss)])
     before, after = migrate.upgrade(engine)
-    assert (before.version, after.version) == (3, schema.SCHEMA_VERSION)
+    assert (before.version, after.version) == (3, SCHEMA_VERSION)
     store = open_store(url)
     assert {e: store.experiment(e).state for e in statuses} == {
         "e0": "succeeded", "e1": "failed", "e2": "running", "e3": "pending"}

@@ -10,6 +10,7 @@ within each experiment — a version, a flag — is what is compared, and may di
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ..errors import SpecError
 from ..numerics.sequential import Design
@@ -19,11 +20,15 @@ from ..spec.model import BenchmarkSpec
 from ..store.series_records import swept_parameters, trial_key
 from .gate import WINDOW
 
+if TYPE_CHECKING:
+    from ..store.series import TrialRuns
+    from ..store.store import Store
+
 #: ``--decide-against series``: the series' current level instead of one experiment.
 SERIES = "series"
 
 
-def read_against(store, ref: str, spec: BenchmarkSpec, plan: Plan, design: Design) -> Against:
+def read_against(store: Store, ref: str, spec: BenchmarkSpec, plan: Plan, design: Design) -> Against:
     """The base's values of the spec's primary metric for every trial of ``plan``; SpecError when the
     spec declares no metric, or when the base has no value of it for any trial."""
     from ..store.series import experiment_ref, trial_runs
@@ -51,7 +56,7 @@ def read_against(store, ref: str, spec: BenchmarkSpec, plan: Plan, design: Desig
     return Against(text, tuple(ids), primary.name, primary.goal, design, base)
 
 
-def level_experiments(store, series: str, metric: str, exclude: str = "") -> list[str]:
+def level_experiments(store: Store, series: str, metric: str, exclude: str = "") -> list[str]:
     """The series' experiments since its last accepted change of ``metric`` (or of every metric), the
     newest :data:`~.gate.WINDOW`, oldest first; ``exclude`` (the candidate) left out."""
     from ..store.series import accepted_changes, recent_experiments
@@ -62,11 +67,11 @@ def level_experiments(store, series: str, metric: str, exclude: str = "") -> lis
     return ids[max(cuts, default=0):][-WINDOW:]
 
 
-def base_values(runs: dict[str, list[tuple[dict, list[dict[str, float]]]]], plan: Plan,
+def base_values(runs: dict[str, list[TrialRuns]], plan: Plan,
                 metric: str) -> dict[str, tuple[float, ...]]:
     """The base's values of ``metric`` pooled per trial of ``plan`` (by trial id), matched on the
     parameters that vary in the base or in the plan."""
-    pairs: list[tuple[str, dict]] = [(exp_id, params) for exp_id, trials in runs.items() for params, _ in trials]
+    pairs: list[tuple[str, dict[str, object]]] = [(exp_id, params) for exp_id, trials in runs.items() for params, _ in trials]
     pairs += [("", t.params) for t in plan.trials]
     swept = swept_parameters(pairs)
     pooled: dict[str, list[float]] = {}
@@ -77,5 +82,5 @@ def base_values(runs: dict[str, list[tuple[dict, list[dict[str, float]]]]], plan
     return {t.id: tuple(pooled.get(_key(t.params, swept), ())) for t in plan.trials}
 
 
-def _key(params: dict, swept: Sequence[str] | set[str]) -> str:
+def _key(params: dict[str, object], swept: Sequence[str] | set[str]) -> str:
     return trial_key({k: v for k, v in params.items() if k in swept})

@@ -43,7 +43,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # compare needs NumPy and SciPy: imported only when there is a candidate to confirm
-    from .compare import Comparison, Goal
+    import numpy as np
+
+    from ..rules import Goal
+    from .compare import Comparison
 
 #: Points on each side of a candidate that its comparison takes (up to the neighbouring changes): the
 #: level just before and just after it, and a bootstrap of 2 × 100 runs instead of 2 × 1,000 on long series.
@@ -195,7 +198,7 @@ class WeightedL2:
     model = "weighted-l2"
     min_size = 1
 
-    def __init__(self, level, weight) -> None:
+    def __init__(self, level: Sequence[float] | np.ndarray, weight: Sequence[float] | np.ndarray) -> None:
         import numpy as np
 
         level, weight = np.asarray(level, dtype=float), np.asarray(weight, dtype=float)
@@ -204,7 +207,7 @@ class WeightedL2:
         self._w, self._s, self._s2 = (np.concatenate(([0.0], np.cumsum(per)))
                                       for per in (weight, weight * centred, weight * centred * centred))
 
-    def fit(self, signal) -> "WeightedL2":
+    def fit(self, signal: np.ndarray) -> "WeightedL2":
         self.signal = signal.reshape(-1, 1) if signal.ndim == 1 else signal
         return self
 

@@ -12,10 +12,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import SpecError
-from ..rules import COMPARE_ALPHA, COMPARE_THRESHOLD, worker_parameters
+from ..rules import COMPARE_ALPHA, COMPARE_THRESHOLD, Goal, worker_parameters
 from ..store.records import FAILED_STATES, RunRecord
-from .checks import check_metric, metric_names  # noqa: F401  (part of this module's API)
-from .compare import Comparison, Goal, compare
+from .compare import Comparison, compare
 from .family import CORRECTIONS, Correction, adjust, rule_p_of
 from .studies import Overhead, ScalingPoint, overhead, scaling_efficiency
 

@@ -21,7 +21,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from .compare import Comparison, Goal, Verdict, compare, rule_p
+from ..rules import Goal
+from .compare import Comparison, compare, rule_p
+from .decision import Verdict
 
 Correction = Literal["holm", "bh"]
 CORRECTIONS: dict[str, str] = {"holm": "Holm (family-wise error rate)", "bh": "Benjamini–Hochberg (false discovery rate)"}

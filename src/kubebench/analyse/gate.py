@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..errors import NothingToCompare, SpecError
+from ..rules import Goal
 from ..store.records import RunRecord
 from ..store.series_records import AcceptedChange, SeriesData, swept_parameters, trial_key
-from .compare import Goal
 from .experiments import matched_trials
 from .family import Check
 

@@ -4,14 +4,21 @@ Benchmark runner's gate (``spec.gate`` of a Benchmark resource)."""
 
 from __future__ import annotations
 
-from typing import Optional
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Optional
 
-from .compare import Goal
+from ..rules import Goal
 from .family import Check
 from .gate import WINDOW
 
+if TYPE_CHECKING:
+    from ..store.records import ExperimentRecord
+    from ..store.series_records import SeriesData
+    from ..store.store import Store
+    from .family import Outcome
 
-def _metrics(record, asked: Optional[list[str]]) -> list[tuple[str, Goal]]:
+
+def _metrics(record: ExperimentRecord, asked: Optional[list[str]]) -> list[tuple[str, Goal]]:
     from ..errors import SpecError
 
     declared = [m["name"] for m in record.declared_metrics()]
@@ -21,7 +28,7 @@ def _metrics(record, asked: Optional[list[str]]) -> list[tuple[str, Goal]]:
     return [record.metric_goal(name) for name in names]
 
 
-def _thresholds(db, series: str, given: Optional[float]) -> tuple[dict, float, str]:
+def _thresholds(db: Store, series: str, given: Optional[float]) -> tuple[dict[tuple[str, str], float], float, str]:
     """(thresholds by (trial key, metric), the default of the others, which they are in words)."""
     from ..store.series import noise_floors
     from .history import DEFAULT_THRESHOLD
@@ -37,7 +44,7 @@ def _thresholds(db, series: str, given: Optional[float]) -> tuple[dict, float, s
             f"has one, else ±{DEFAULT_THRESHOLD:.0%}")
 
 
-def candidate_of(db, targets: list[str]) -> str:
+def candidate_of(db: Store, targets: list[str]) -> str:
     """The experiment ``check`` tests: CANDIDATE of ``[BASE, CANDIDATE]``; of ``[NAME]``, the experiment
     NAME names, else the newest of the series NAME."""
     from ..errors import NotFoundError
@@ -55,11 +62,11 @@ def candidate_of(db, targets: list[str]) -> str:
     return recent_experiments(db, series, float("inf"), 1)[-1]
 
 
-def _candidate(name: str, data) -> str:
+def _candidate(name: str, data: SeriesData) -> str:
     return name if name in {e.id for e in data.experiments} else data.experiments[-1].id
 
 
-def series_check(db, targets: list[str], metric: Optional[list[str]] = None, threshold: Optional[float] = None,
+def series_check(db: Store, targets: list[str], metric: Optional[list[str]] = None, threshold: Optional[float] = None,
                  window: int = WINDOW, labels: Optional[dict[str, str]] = None) -> tuple[str, str, list[Check]]:
     """(title, what the candidate is checked against, the tests) for ``[NAME]``: a series or an experiment
     (plain text: each presenter escapes it for its format);
@@ -90,7 +97,7 @@ def series_check(db, targets: list[str], metric: Optional[list[str]] = None, thr
     return f"{series} · {candidate}", base_text, found.tests
 
 
-def pair_check(db, targets: list[str], metric: Optional[list[str]] = None, threshold: Optional[float] = None,
+def pair_check(db: Store, targets: list[str], metric: Optional[list[str]] = None, threshold: Optional[float] = None,
                window: int = WINDOW) -> tuple[str, str, list[Check]]:
     """(title, what the candidate is checked against, the tests) for ``[BASE, CANDIDATE]``."""
     from .gate import pair_tests
@@ -103,7 +110,7 @@ def pair_check(db, targets: list[str], metric: Optional[list[str]] = None, thres
     return f"{candidate} vs {base}", f"{base}; {floor_text}", tests
 
 
-def family_verdict(outcomes) -> str:
+def family_verdict(outcomes: Sequence[Outcome]) -> str:
     """One word for a family of outcomes, as a Benchmark's ``status.gate`` and a pipeline's gate step
     report it: ``regressed`` (the gate fails), ``improved``, ``unchanged`` or ``inconclusive``."""
     verdicts = [o.verdict for o in outcomes]

@@ -10,12 +10,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from ..numerics.stats import Summary, summarize
 from ..provenance import provenance_differences
 from ..rules import Goal
 from ..store.series_records import AcceptedChange, SeriesData, SeriesExperiment
 from .changepoint import ChangePoint, Floor, detect
+
+if TYPE_CHECKING:
+    from ..store.series_reader import SeriesSource
 
 #: Relative change below which a difference is noise, when the series has no noise floor (calibrate).
 DEFAULT_THRESHOLD = 0.02
@@ -138,8 +142,8 @@ def parse_trials(items: list[str] | None) -> dict[str, str]:
     return wanted
 
 
-def load_history(source, name: str, metric: str | None, trials: dict[str, str], since: float | None,
-                 labels: dict[str, str] | None = None):
+def load_history(source: SeriesSource, name: str, metric: str | None, trials: dict[str, str], since: float | None,
+                 labels: dict[str, str] | None = None) -> tuple[str, str, list[TrialHistory]]:
     """(series, metric, histories) of a series from a :class:`~kubebench.store.series_reader.SeriesSource`:
     what the CLI, the web page and the report show; ``labels``: only the experiments with these
     (``cluster=a``: one cluster's points of a series run on several)."""

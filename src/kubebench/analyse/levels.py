@@ -29,7 +29,7 @@ that a difference of levels is relative.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
@@ -251,7 +251,7 @@ def _truncated_excess(d2: np.ndarray, runs: np.ndarray, expected: float, w2: flo
     return float((d2 / (2 * w2 + runs)).mean()) - expected
 
 
-def _solve(excess, high: float) -> float:
+def _solve(excess: Callable[[float], float], high: float) -> float:
     """The w² ≥ 0 where the decreasing ``excess`` crosses 0 (bisection); 0 when it is not positive at 0."""
     if excess(0.0) <= 0:
         return 0.0

@@ -21,8 +21,9 @@ a malformed query is a SpecError that says where.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import SpecError
 
@@ -33,7 +34,8 @@ _TOKEN = re.compile(r"""\s*(?:(?P<num>-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)(?!
 #: Levels of ``(`` and ``not`` one inside another (real queries use two or three).
 MAX_DEPTH = 32
 
-Row = dict
+#: A row of the results table: its sections (``params``, ``metrics`` …) by name, ``tags`` a list.
+Row = Mapping[str, Any]
 Predicate = Callable[[Row], bool]
 
 

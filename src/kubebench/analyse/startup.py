@@ -109,7 +109,7 @@ class PhaseSplit:
         return [(m, d) for m, d in self.deltas if top > 0 and abs(d) >= share * top]
 
 
-def phase_overheads(bare: Sequence[RunRecord], platform: Sequence[RunRecord]) -> list[tuple[dict, PhaseSplit]]:
+def phase_overheads(bare: Sequence[RunRecord], platform: Sequence[RunRecord]) -> list[tuple[dict[str, object], PhaseSplit]]:
     """For each trial of ``bare`` matched in ``platform``: the difference of their median end-to-end
     times, and of each phase (a phase one of them does not have counts 0 there: a local run has no
     image pull)."""

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kubebench.analyse.compare import GOALS, Goal
 from kubebench.errors import SpecError
 from kubebench.numerics.stats import NAN, Summary, bootstrap_median_ratio, summarize
+from kubebench.rules import GOALS, Goal
 
 
 @dataclass(frozen=True)
@@ -162,4 +162,5 @@ def _scaling_point(
 def _finite(values: Sequence[float] | np.ndarray) -> np.ndarray:
     """The finite values, as summarize counts them."""
     x = np.asarray(values, dtype=float).ravel()
-    return x[np.isfinite(x)]
+    finite: np.ndarray = x[np.isfinite(x)]
+    return finite

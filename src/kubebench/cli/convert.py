@@ -22,8 +22,8 @@ def kubebenchjob(
     manifest: Annotated[Optional[Path], typer.Option("--manifest", help="v1alpha1: the main job's manifest, rendered from its ksonnet prototype (`ks show`).")] = None,
 ) -> None:
     """Write the kubebench spec of an original Kubebench KubebenchJob; every field is mapped, noted or refused."""
+    from ..attempts import dump_yaml
     from ..errors import SpecError
-    from ..runner import dump_yaml
     from ..spec.convert import convert
     from ..spec.load import parse_yaml, read_text
 

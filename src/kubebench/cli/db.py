@@ -15,21 +15,22 @@ app.add_typer(db_app, name="db")
 def status(store: StoreOpt = None) -> None:
     """Print the store's schema version and whether it needs `kubebench db upgrade`."""
     from ..settings import settings
-    from ..store import migrate, schema
+    from ..store import migrate
     from ..store.engine import make_engine
+    from ..store.version import SCHEMA_VERSION
 
     engine = make_engine(settings(store).store_url)
     state = migrate.state(engine)
     if state.version is None:
-        verdict = "empty: a new store is created at schema version {}".format(schema.SCHEMA_VERSION)
-    elif state.version < schema.SCHEMA_VERSION:
+        verdict = "empty: a new store is created at schema version {}".format(SCHEMA_VERSION)
+    elif state.version < SCHEMA_VERSION:
         verdict = "older than this kubebench: run `kubebench db upgrade`"
-    elif state.version > schema.SCHEMA_VERSION:
+    elif state.version > SCHEMA_VERSION:
         verdict = "newer than this kubebench: upgrade kubebench"
     else:
         verdict = "current"
     make_console().print(f"store {engine.url.render_as_string(hide_password=True)}: schema version "
-                         f"{state.version} (revision {state.revision}); this kubebench: {schema.SCHEMA_VERSION} "
+                         f"{state.version} (revision {state.revision}); this kubebench: {SCHEMA_VERSION} "
                          f"— {verdict}", markup=False)
 
 

@@ -39,8 +39,8 @@ def manifests(
 ) -> None:
     """Print the Namespace, claim, store, RBAC, spec ConfigMap, runner (Job or CronJob) and dashboard
     (YAML, for `kubectl apply -f -`)."""
+    from ..attempts import dump_yaml
     from ..deploy import DEFAULT_IMAGE, Options, check_schedule, manifests as build
-    from ..runner import dump_yaml
     from ..store.series_records import parse_labels
 
     labels = tuple(parse_labels(label or ()).items())  # a bad label or schedule: exit 2 before any YAML
@@ -58,8 +58,8 @@ def manifests(
 
 
 def _spec_files(spec: Path) -> dict[str, str]:
-    from ..deploy import spec_files_of
     from ..errors import SpecError
+    from ..spec.files import spec_files_of
 
     try:
         return spec_files_of(spec)
@@ -77,7 +77,8 @@ def _note(doc: dict, spec: Optional[Path]) -> str:
     could not keep its copy of it); nothing above other objects."""
     import json
 
-    from ..deploy import SPEC_CONFIGMAP, shipped_size
+    from ..deploy import SPEC_CONFIGMAP
+    from ..spec.files import shipped_size
 
     if doc["kind"] != "ConfigMap" or doc["metadata"]["name"] != SPEC_CONFIGMAP or spec is None:
         return ""
@@ -124,7 +125,7 @@ def store_secret(
 @expected_errors
 def crd() -> None:
     """Print the Benchmark CustomResourceDefinition (benchmarks.kubebench.io), generated from the spec model."""
+    from ..attempts import dump_yaml
     from ..operator.crd import crd as build
-    from ..runner import dump_yaml
 
     sys.stdout.write(dump_yaml(build()))

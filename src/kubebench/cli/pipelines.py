@@ -37,7 +37,7 @@ def _options(image: Optional[str], namespace: str, store_secret: Optional[str]):
 
 
 def _print(*docs: dict[str, Any], header: str = "") -> None:
-    from ..runner import dump_yaml
+    from ..attempts import dump_yaml
 
     sys.stdout.write(header + "---\n".join(dump_yaml(doc) for doc in docs))
 

@@ -230,8 +230,9 @@ def render(
       kubebench render bench.yaml --backend kubernetes --kubernetes-version 1.31
       kubebench render bench.yaml --set workers=4 --all-runs
     """
+    from ..attempts import dump_yaml
     from ..render.budget import size_budget
-    from ..runner import dump_yaml, make_backend, plan_experiment
+    from ..runner import make_backend, plan_experiment
     from ..settings import settings
 
     loaded = with_overrides(load_args(spec, params, set_), backend)

@@ -24,7 +24,8 @@ from pydantic import field_validator
 from ..errors import PostprocessError
 from ..spec.base import PluginConfig
 from .context import RunContext
-from .metrics import bounded_lines, replica_logs, to_number
+from .metrics import bounded_lines, replica_logs
+from .values import to_number
 
 TOKEN = ":::MLLOG "
 

@@ -30,7 +30,8 @@ from ..output_files import open_output_text
 from ..redact import job_environment
 from ..spec.base import PluginConfig
 from .context import RunContext
-from .metrics import METRIC_NAME, parse_metric_lines, to_number
+from .metrics import METRIC_NAME, parse_metric_lines
+from .values import to_number
 
 if TYPE_CHECKING:
     from _typeshed import WriteableBuffer

@@ -27,6 +27,7 @@ from ..errors import BackendError, DataError, StorageError
 from ..paths import RunPaths
 from ..render import kinds
 from ..render.job import RenderedJob
+from ..render.pods import JobShape
 from .plan import Step
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ def step_job(experiment: Experiment, backend: Backend, step: Step, paths: RunPat
     env = {k: v for k, v in seen.env("", 0).items() if k not in ("KUBEBENCH_TRIAL_ID", "KUBEBENCH_REPEAT")}
     env |= {"KUBEBENCH_DATA_ROOT": str(PurePath(seen.data_root).parent), "KUBEBENCH_DATA_PATH": str(seen.data_root),
             "KUBEBENCH_DATASET": step.name}
-    shape = kinds.JobShape(kind="Job", workers=1, image=step.image or experiment.loaded.spec.job.image,
+    shape = JobShape(kind="Job", workers=1, image=step.image or experiment.loaded.spec.job.image,
                            command=step.command, env=step.env, resources=step.resources)
     labels = {kinds.LABEL_PREFIX + "experiment": experiment.plan.experiment_id[:63],
               kinds.LABEL_PREFIX + "run": paths.run_id, kinds.LABEL_PREFIX + "dataset": step.name}

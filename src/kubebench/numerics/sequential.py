@@ -223,7 +223,8 @@ def _simpson(xs: np.ndarray) -> np.ndarray:
 
     weights = np.ones(xs.size)
     weights[1:-1:2], weights[2:-1:2] = 4.0, 2.0
-    return weights * (xs[1] - xs[0]) / 3
+    scaled: np.ndarray = weights * (xs[1] - xs[0]) / 3
+    return scaled
 
 
 def _phi(x: np.ndarray) -> np.ndarray:
@@ -236,7 +237,8 @@ def _phi(x: np.ndarray) -> np.ndarray:
     poly = -1.26551223 + u * (1.00002368 + u * (0.37409196 + u * (0.09678418 + u * (
         -0.18628806 + u * (0.27886807 + u * (-1.13520398 + u * (1.48851587 + u * (-0.82215223 + u * 0.17087277))))))))
     tail = 0.5 * u * np.exp(-z * z + poly)
-    return np.where(x < 0, tail, 1.0 - tail)
+    phi: np.ndarray = np.where(x < 0, tail, 1.0 - tail)
+    return phi
 
 
 def multiplier(z: float, df: int) -> float:

@@ -358,7 +358,7 @@ def _resampled_medians(x: np.ndarray, resamples: int, rng: np.random.Generator) 
     middle_low, middle_high = positions[:, (x.size - 1) // 2], positions[:, x.size // 2]
     low, high = ordered[middle_low], ordered[middle_high]
     with np.errstate(over="ignore"):
-        medians = 0.5 * (low + high)
+        medians: np.ndarray = 0.5 * (low + high)
     overflowed = ~np.isfinite(medians)
     if overflowed.any():  # values near the largest floats: halve first (exact for them)
         medians[overflowed] = 0.5 * low[overflowed] + 0.5 * high[overflowed]

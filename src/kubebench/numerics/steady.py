@@ -124,7 +124,8 @@ def linear_drift(steady: np.ndarray) -> tuple[float, float]:
 def _batch_means(x: np.ndarray) -> np.ndarray:
     """Means of consecutive batches of 5; a last incomplete batch is left out of the statistic."""
     k = x.size // BATCH
-    return x[: k * BATCH].reshape(k, BATCH).mean(axis=1)
+    means: np.ndarray = x[: k * BATCH].reshape(k, BATCH).mean(axis=1)
+    return means
 
 
 def _line_mser_scores(batches: np.ndarray) -> np.ndarray:
@@ -147,4 +148,5 @@ def _line_mser_scores(batches: np.ndarray) -> np.ndarray:
     syy = tail_sum(y * y) - sy**2 / m
     with np.errstate(divide="ignore", invalid="ignore"):
         ssr = np.where(stt > 0, syy - sty**2 / stt, 0.0)
-    return np.maximum(ssr, 0.0) / m**2
+    scores: np.ndarray = np.maximum(ssr, 0.0) / m**2
+    return scores

@@ -13,8 +13,8 @@ import json
 from typing import Any
 
 from .. import deploy
+from ..attempts import dump_yaml
 from ..backends.kube.objects import OWNER_ENV
-from ..runner import dump_yaml
 from . import API_VERSION, BENCHMARK_LABEL, KIND
 from .resource import BenchmarkResourceSpec, dns_label
 

@@ -15,8 +15,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from ..attempts import dump_yaml
 from ..errors import KubebenchError
-from ..runner import dump_yaml, plan_experiment
+from ..runner import plan_experiment
 from ..settings import settings
 from ..spec.load import load_spec
 from .children import SPEC_KEY, experiment_id

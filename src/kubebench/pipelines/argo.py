@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import deploy
 from . import steps
 
 NAME = "kubebench"
@@ -25,8 +26,8 @@ def _param(name: str) -> str:
 
 def _container(o: steps.StepOptions, args: list[str]) -> dict[str, Any]:
     return {"image": o.image, "command": ["kubebench"], "args": args, "env": steps.env(o),
-            "volumeMounts": [{"name": "home", "mountPath": steps.deploy.HOME_MOUNT}]
-            + [{"name": "spec", "mountPath": steps.deploy.SPEC_MOUNT, "readOnly": True}],
+            "volumeMounts": [{"name": "home", "mountPath": deploy.HOME_MOUNT}]
+            + [{"name": "spec", "mountPath": deploy.SPEC_MOUNT, "readOnly": True}],
             "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "2Gi"}},
             "securityContext": steps.security()}
 
@@ -44,7 +45,7 @@ def workflow_template(o: steps.StepOptions) -> dict[str, Any]:
             "outputs": {"parameters": [
                 *({"name": n, "valueFrom": {"parameter": f"{{{{steps.run.outputs.parameters.{n}}}}}"}} for n in _RUN_OUTPUTS),
                 {"name": "verdict", "valueFrom": {"parameter": "{{steps.gate.outputs.parameters.verdict}}"}}]}}
-    spec_map = {"name": steps.deploy.SPEC_CONFIGMAP, "optional": True}
+    spec_map = {"name": deploy.SPEC_CONFIGMAP, "optional": True}
     return {
         "apiVersion": "argoproj.io/v1alpha1", "kind": "WorkflowTemplate",
         "metadata": {"name": NAME, "namespace": o.namespace, "labels": dict(steps.POD_LABELS)},

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import deploy
 from . import steps
 
 NAME = "kubebench"
@@ -50,9 +51,9 @@ def task(o: steps.StepOptions) -> dict[str, Any]:
                  "description": "The experiment to run or resume; in a Pipeline pass $(context.pipelineRun.uid)."},
                 {"name": "commit", "type": "string", "description": "The commit measured: the experiment's label commit=…"}],
             "results": [{"name": n, "type": "string", "description": d} for n, d in _RESULTS.items()],
-            "workspaces": [{"name": "home", "mountPath": steps.deploy.HOME_MOUNT,
+            "workspaces": [{"name": "home", "mountPath": deploy.HOME_MOUNT,
                             "description": "The runs' claim (kubebench of deploy manifests)."},
-                           {"name": "spec", "mountPath": steps.deploy.SPEC_MOUNT, "readOnly": True, "optional": True,
+                           {"name": "spec", "mountPath": deploy.SPEC_MOUNT, "readOnly": True, "optional": True,
                             "description": "The spec's folder (a ConfigMap)."}],
             "steps": [_step(o, "run", run), _step(o, "gate", gate)],
         },

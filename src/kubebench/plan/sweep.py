@@ -11,6 +11,8 @@ from .. import limits
 from ..errors import PlanError
 
 Point = dict[str, object]
+#: A point as a hashable value (see ``_key``).
+_Key = tuple[tuple[str, object], ...]
 
 
 def expand(
@@ -36,7 +38,7 @@ def expand(
     # Points keep the spec's parameter order, which tables and exports show.
     points = [{k: combo[k] if k in combo else fixed[k] for k in parameters} for combo in _combine(swept, mode)]
     points = [p for p in points if not any(_matches(p, e) for e in exclude)]
-    seen: dict[tuple, Point] = {}
+    seen: dict[_Key, Point] = {}
     for point in points:
         if seen.setdefault(_key(point), point) is not point:
             # Equal points would be one trial under two names: same id, same runs.
@@ -51,7 +53,7 @@ def expand(
     return points
 
 
-def count_points(swept: Mapping[str, list], mode: str) -> int:
+def count_points(swept: Mapping[str, Sequence[object]], mode: str) -> int:
     """Points of the swept lists before include/exclude: the product of their lengths (grid), or
     their common length (zip)."""
     lengths = [len(v) for v in swept.values()]
@@ -60,7 +62,7 @@ def count_points(swept: Mapping[str, list], mode: str) -> int:
     return math.prod(lengths)
 
 
-def _check_count(swept: dict[str, list], mode: str, included: int, limit: int) -> None:
+def _check_count(swept: dict[str, list[object]], mode: str, included: int, limit: int) -> None:
     count = count_points(swept, mode) + included
     if count > limit:
         if mode == "grid":
@@ -72,14 +74,14 @@ def _check_count(swept: dict[str, list], mode: str, included: int, limit: int) -
                         f"sweep fewer values, or raise {limits.SWEEP_POINTS.env}")
 
 
-def _key(point: Point) -> tuple:
+def _key(point: Point) -> _Key:
     # Hashable and compared like the dicts themselves (1 == 1.0 == True), so a set finds repeats
     # in linear time; values are scalars, anything else is compared by its text.
     return tuple(sorted((k, v if isinstance(v, (bool, int, float, str, type(None))) else repr(v))
                         for k, v in point.items()))
 
 
-def _combine(swept: dict[str, list], mode: str) -> list[Point]:
+def _combine(swept: dict[str, list[object]], mode: str) -> list[Point]:
     names = list(swept)
     if not swept:
         return [{}]

@@ -15,6 +15,8 @@ from ..plan.plan import Run, digest
 from ..rules import AUTO_PROCESSES
 from ..spec.model import JOB_KINDS, OBJECT_NAME, JobSpec, LoadedSpec, env_name
 from . import gang, kinds
+from .pods import JobShape, gpus
+from .serving import ServerShape
 from .templating import render_string, render_template_file
 
 
@@ -121,7 +123,7 @@ def resolve_gang(job: JobSpec, context: dict[str, Any], run: Run) -> tuple[gang.
                           timeout), topology
 
 
-def resolve_shorthand(job: JobSpec, context: dict[str, Any], run: Run) -> kinds.JobShape:
+def resolve_shorthand(job: JobSpec, context: dict[str, Any], run: Run) -> JobShape:
     """Fill the parameters into every string of the shorthand and check the resulting types."""
     trial = (", ".join(f"{k}={v}" for k, v in run.trial.params.items()) or "no parameters").replace("\0", "\\0")
 
@@ -149,7 +151,7 @@ def resolve_shorthand(job: JobSpec, context: dict[str, Any], run: Run) -> kinds.
         raise SpecError(f"job.kind (trial {trial}): unknown job kind {data['kind']!r}; valid: {', '.join(JOB_KINDS)}")
     resources = tuple((k, _text(v)) for k, v in data["resources"].items())
     runtime = _runtime(data["runtime"], trial)
-    return kinds.JobShape(
+    return JobShape(
         kind=data["kind"],
         workers=workers,
         image=data["image"],
@@ -170,7 +172,7 @@ def _processes(value: str, kind: str, resources: tuple[tuple[str, str], ...], ru
     only the kinds that start ranks per pod take more than one (see ``kinds.takes_processes``)."""
     many = kinds.takes_processes(kind, runtime)
     if value == AUTO_PROCESSES:
-        return max(1, kinds.gpus(resources)) if many else 1
+        return max(1, gpus(resources)) if many else 1
     if not value.isdigit() or int(value) < 1:
         raise SpecError(f"job.processes_per_replica (trial {trial}): {value!r} is not a number of processes "
                         "(at least 1) or 'auto'")
@@ -189,7 +191,7 @@ def _runtime(name: str, trial: str) -> str:
     return name
 
 
-def _server_shape(data: dict[str, Any], trial: str) -> kinds.serving.ServerShape:
+def _server_shape(data: dict[str, Any], trial: str) -> ServerShape:
     """The ``server:`` of a Serving job with its parameters filled in, types checked."""
     numbers = {}
     for field in ("replicas", "port"):
@@ -199,7 +201,7 @@ def _server_shape(data: dict[str, Any], trial: str) -> kinds.serving.ServerShape
             raise SpecError(f"job.server.{field} (trial {trial}): {data[field]!r} is not a whole number") from e
     if numbers["replicas"] < 1 or not 0 < numbers["port"] < 65536:
         raise SpecError(f"job.server (trial {trial}): replicas must be at least 1 and port in 1..65535")
-    return kinds.serving.ServerShape(
+    return ServerShape(
         image=data["image"], command=tuple(data["command"]), replicas=numbers["replicas"], port=numbers["port"],
         readiness=data["readiness"], api_path=data["api_path"], startup_timeout=float(data["startup_timeout"]),
         env=tuple((k, _text(v)) for k, v in data["env"].items()),
@@ -231,7 +233,7 @@ def check_startable(manifest: dict[str, Any], where: str) -> None:
                     raise SpecError(f"{where}: container {container.get('name')!r}: {e}") from None
 
 
-def _with_nul(value: Any, path: tuple) -> list[tuple]:
+def _with_nul(value: Any, path: tuple[object, ...]) -> list[tuple[object, ...]]:
     if isinstance(value, str):
         return [path] if "\0" in value else []
     if isinstance(value, dict):
@@ -241,6 +243,6 @@ def _with_nul(value: Any, path: tuple) -> list[tuple]:
     return []
 
 
-def _field_path(path: tuple) -> str:
+def _field_path(path: tuple[object, ...]) -> str:
     text = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
     return text.replace("\0", "\\0")

@@ -64,9 +64,10 @@ class JsonnetChild:
         if "error" in answer:
             raise TemplateError(f"jsonnet error: {answer['error']}")
         count_rendered(len(answer["ok"]))  # what a plan's renders make in all is bounded, Jsonnet's too
-        return answer["ok"]
+        rendered: str = answer["ok"]
+        return rendered
 
-    def _answer(self, process: subprocess.Popen[str], deadline: float) -> dict:
+    def _answer(self, process: subprocess.Popen[str], deadline: float) -> dict[str, Any]:
         assert process.stdout is not None  # _started opens it as a pipe
         left = deadline - time.monotonic()
         if left <= 0 or not select.select([process.stdout], [], [], left)[0]:
@@ -75,7 +76,8 @@ class JsonnetChild:
         if not line:  # it died: the C++ allocator aborts at the memory limit
             raise TemplateLimit(f"jsonnet stopped without an answer (exit {process.wait()}): "
                                 + _memory_message())
-        return json.loads(line)
+        answer: dict[str, Any] = json.loads(line)
+        return answer
 
     def _started(self) -> subprocess.Popen[str]:
         if self._owner != os.getpid():

@@ -18,8 +18,8 @@ from typing import Any
 from ..errors import SpecError
 from ..rules import replica_rank
 from . import kubeflow, serving, trainjob
-from .pods import JobShape, active_deadline, container as _make_container, gpus as gpus, pod as _pod
-from .trainjob import PATCH_MANAGER as PATCH_MANAGER, TRAINER_NODE, policy_of
+from .pods import JobShape, active_deadline, container as _make_container, pod as _pod
+from .trainjob import TRAINER_NODE, policy_of
 
 Manifest = dict[str, Any]
 LABEL_PREFIX = "kubebench.io/"
@@ -73,11 +73,11 @@ def build_manifest(job: JobShape, name: str, labels: dict[str, str], timeout: fl
     return {"apiVersion": api_version, "kind": kind, "metadata": metadata, "spec": spec}
 
 
-def _process(job: JobShape, container: dict, deadline: int) -> tuple[str, str, dict]:
+def _process(job: JobShape, container: dict[str, Any], deadline: int) -> tuple[str, str, dict[str, Any]]:
     return "kubebench/v1", "Process", {"replicas": job.workers, "template": _pod(container, job)}
 
 
-def _batch_job(job: JobShape, container: dict, deadline: int) -> tuple[str, str, dict]:
+def _batch_job(job: JobShape, container: dict[str, Any], deadline: int) -> tuple[str, str, dict[str, Any]]:
     spec = {
         "completionMode": "Indexed",
         "completions": job.workers,
@@ -89,7 +89,7 @@ def _batch_job(job: JobShape, container: dict, deadline: int) -> tuple[str, str,
     return "batch/v1", "Job", spec
 
 
-def _serving(job: JobShape, container: dict, deadline: int) -> tuple[str, str, dict]:
+def _serving(job: JobShape, container: dict[str, Any], deadline: int) -> tuple[str, str, dict[str, Any]]:
     if job.server is None:
         raise SpecError("kind: Serving needs `server:`")
     spec = serving.serving_spec(job.server, container, job.workers, deadline, lambda c: _pod(c, job))
@@ -145,7 +145,7 @@ def inject(manifest: Manifest, env: dict[str, str], labels: dict[str, str]) -> M
     return manifest
 
 
-def _merge_env(existing: list[dict] | None, env: dict[str, str]) -> list[dict]:
+def _merge_env(existing: list[dict[str, Any]] | None, env: dict[str, str]) -> list[dict[str, Any]]:
     kept = [e for e in existing or [] if e.get("name") not in env]
     return kept + [{"name": k, "value": v} for k, v in env.items()]
 
@@ -196,7 +196,8 @@ def set_template_annotations(manifest: Manifest, annotations: dict[str, str]) ->
 
 def _mounting_containers(manifest: Manifest, pod_spec: dict[str, Any]) -> list[dict[str, Any]]:
     if manifest.get("kind") != "TrainJob":
-        return pod_spec.get("initContainers", []) + pod_spec.get("containers", [])
+        containers: list[dict[str, Any]] = pod_spec.get("initContainers", []) + pod_spec.get("containers", [])
+        return containers
     # In a runtime patch a container entry names the runtime's container and only adds to it.
     containers = pod_spec.setdefault("containers", [])
     node = next((c for c in containers if c.get("name") == TRAINER_NODE), None)

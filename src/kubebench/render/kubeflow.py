@@ -45,14 +45,14 @@ Built = tuple[str, str, dict[str, Any]]
 LAUNCHER_REQUESTS = {"cpu": "250m", "memory": "256Mi"}
 
 
-def _master_and_workers(job: JobShape, container: dict) -> dict[str, Any]:
+def _master_and_workers(job: JobShape, container: dict[str, Any]) -> dict[str, Any]:
     replicas = {"Master": replica(1, container, job)}
     if job.workers > 1:
         replicas["Worker"] = replica(job.workers - 1, container, job)
     return replicas
 
 
-def pytorch(job: JobShape, container: dict, deadline: int) -> Built:
+def pytorch(job: JobShape, container: dict[str, Any], deadline: int) -> Built:
     """PyTorchJob: a Master (rank 0) and N-1 Workers, each starting ``job.processes`` ranks through
     torchrun (``nprocPerNode``: the operator gives it as ``PET_NPROC_PER_NODE`` and counts it in
     ``WORLD_SIZE``; its default, ``auto``, would leave the number to torchrun)."""
@@ -62,25 +62,25 @@ def pytorch(job: JobShape, container: dict, deadline: int) -> Built:
     return "kubeflow.org/v1", "PyTorchJob", spec
 
 
-def tfjob(job: JobShape, container: dict, deadline: int) -> Built:
+def tfjob(job: JobShape, container: dict[str, Any], deadline: int) -> Built:
     """TFJob: N Workers (MultiWorkerMirroredStrategy; worker 0 is the chief)."""
     replicas = {"Worker": replica(job.workers, container, job)}
     return "kubeflow.org/v1", "TFJob", {"tfReplicaSpecs": replicas, "runPolicy": run_policy(deadline)}
 
 
-def jaxjob(job: JobShape, container: dict, deadline: int) -> Built:
+def jaxjob(job: JobShape, container: dict[str, Any], deadline: int) -> Built:
     """JAXJob: N Workers, worker 0 the coordinator; it succeeds once every worker has."""
     replicas = {"Worker": replica(job.workers, container, job)}
     return "kubeflow.org/v1", "JAXJob", {"jaxReplicaSpecs": replicas, "runPolicy": run_policy(deadline)}
 
 
-def xgboostjob(job: JobShape, container: dict, deadline: int) -> Built:
+def xgboostjob(job: JobShape, container: dict[str, Any], deadline: int) -> Built:
     """XGBoostJob: the Master (rank 0, where the tracker runs) and N-1 Workers; it succeeds with its master."""
     spec = {"xgbReplicaSpecs": _master_and_workers(job, container), "runPolicy": run_policy(deadline)}
     return "kubeflow.org/v1", "XGBoostJob", spec
 
 
-def mpijob(job: JobShape, container: dict, deadline: int) -> Built:
+def mpijob(job: JobShape, container: dict[str, Any], deadline: int) -> Built:
     """MPIJob: the launcher runs mpirun; the workers host the ranks mpirun starts (both operators),
     ``job.processes`` on each (``slotsPerWorker``, the slots of each worker in the hostfile). The
     launcher runs no rank: it asks for a little CPU and memory only, never the workers' GPUs."""

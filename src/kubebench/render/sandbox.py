@@ -18,7 +18,7 @@ import string
 import time
 from collections.abc import Iterator, Mapping
 from functools import wraps
-from typing import Any
+from typing import Any, TypeVar
 
 from jinja2 import StrictUndefined, nodes
 from jinja2.compiler import CodeGenerator
@@ -31,6 +31,7 @@ from .budget import _local, chars_left, count_rendered, out_of_time, spending, t
 #: Bits of an integer a template may make: more digits than Python prints (4,300) anyway.
 MAX_INT_BITS = 16_384
 _PRINTF = re.compile(r"%(?:\([^)]*\))?[#0\- +]*(\*|\d+)?(?:\.(\*|\d+))?")
+_T = TypeVar("_T")
 
 
 def render_bounded(template: Any, context: Mapping[str, Any]) -> str:
@@ -95,7 +96,7 @@ def weight(value: Any, cap: int | None = None) -> int:
     return total
 
 
-def _check(value: Any, what: str) -> Any:
+def _check(value: _T, what: str) -> _T:
     if weight(value) > _max_chars():
         raise _too_large(what)
     return value
@@ -146,7 +147,8 @@ def _check_format(text: str) -> None:
             raise _too_large(f"the format {text[:40]!r}")
 
 
-def _checked_call(name: str, function: Any, subject: Any, args: tuple, kwargs: dict, lead: tuple = ()) -> Any:
+def _checked_call(name: str, function: Any, subject: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+                  lead: tuple[Any, ...] = ()) -> Any:
     """Call a filter or ``str`` method on ``subject``, if what it makes fits (estimated from its
     arguments before it runs), and check what it made."""
     _check_time()
@@ -163,7 +165,7 @@ def _checked_call(name: str, function: Any, subject: Any, args: tuple, kwargs: d
     return _check(function(*lead, subject, *args, **kwargs), f"the result of {name}(…)")
 
 
-def _bounded_list(items: Iterator, name: str) -> list:
+def _bounded_list(items: Iterator[Any], name: str) -> list[Any]:
     found, total = [], 0
     for item in items:
         _check_time()
@@ -174,7 +176,7 @@ def _bounded_list(items: Iterator, name: str) -> list:
     return found
 
 
-def _estimate(name: str, subject: Any, args: tuple, kwargs: dict) -> int | None:
+def _estimate(name: str, subject: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int | None:
     """Characters (or items) the filter or method ``name`` would make; None: no more than its input."""
 
     def arg(index: int, key: str, default: Any) -> Any:
@@ -282,7 +284,8 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
             _check_format(text)
             if weight(text) + sum(weight(v) for v in (*args, *kwargs.values())) > _max_chars():
                 raise _too_large("the formatted values")
-            return _check(wrapped(*args, **kwargs), "the formatted text")
+            formatted: str = wrapped(*args, **kwargs)
+            return _check(formatted, "the formatted text")
 
         return checked
 
@@ -294,7 +297,7 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
             yield item
 
     @staticmethod
-    def concat_bounded(parts: tuple) -> str:
+    def concat_bounded(parts: tuple[Any, ...]) -> str:
         """``a ~ b ~ c``: the parts' text, when it fits."""
         if sum(weight(p) for p in parts) > _max_chars():
             raise _too_large("the concatenation")

@@ -111,7 +111,7 @@ def kubernetes_objects(manifest: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _server_pod(server: dict[str, Any], labels: dict[str, str]) -> dict[str, Any]:
     """The server's pod template: restarted when it crashes, probed on its readiness path."""
-    pod = copy.deepcopy(server["template"])
+    pod: dict[str, Any] = copy.deepcopy(server["template"])
     pod.setdefault("metadata", {}).setdefault("labels", {}).update({**labels, ROLE: SERVER})
     spec = pod.setdefault("spec", {})
     spec["restartPolicy"] = "Always"
@@ -130,7 +130,7 @@ def _server_pod(server: dict[str, Any], labels: dict[str, str]) -> dict[str, Any
 
 def _load_pod(load: dict[str, Any], labels: dict[str, str], url: str) -> dict[str, Any]:
     """The load generator's pod template, told the Service's URL."""
-    pod = copy.deepcopy(load["template"])
+    pod: dict[str, Any] = copy.deepcopy(load["template"])
     pod.setdefault("metadata", {}).setdefault("labels", {}).update({**labels, ROLE: LOAD})
     pod.setdefault("spec", {})["restartPolicy"] = "Never"
     for container in pod["spec"].get("containers", []):
@@ -144,7 +144,7 @@ def expand_vars(argv: tuple[str, ...], env: dict[str, str]) -> tuple[str, ...]:
     name is left as written; ``$$(NAME)`` escapes it)."""
 
     def one(arg: str) -> str:
-        def sub(match: re.Match) -> str:
+        def sub(match: re.Match[str]) -> str:
             start = match.start()
             if start > 0 and arg[start - 1] == "$":
                 return match.group(0)

@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import SpecError
-from .pods import DEFAULT_RUNTIME, JobShape, scheduling, torchrun
+from ..rules import DEFAULT_RUNTIME
+from .pods import JobShape, scheduling, torchrun
 
 #: The `manager` of the TrainJob runtime patch through which kubebench reaches the pods.
 PATCH_MANAGER = "kubebench.io/kubebench"
@@ -37,7 +38,7 @@ def policy_of(runtime: str) -> str:
     return RUNTIME_POLICIES.get(runtime, "torch")
 
 
-def build(job: JobShape, container: dict, deadline: int) -> tuple[str, str, dict]:
+def build(job: JobShape, container: dict[str, Any], deadline: int) -> tuple[str, str, dict[str, Any]]:
     """The TrainJob of the shorthand."""
     reserved = [k for k, _ in job.env if k in XGBOOST_RESERVED_ENV]
     if reserved and policy_of(job.runtime) == "xgboost":
@@ -88,6 +89,6 @@ def node_pod(spec: dict[str, Any]) -> dict[str, Any]:
     if node is None:
         node = {"name": TRAINER_NODE}
         replicated.append(node)
-    pod = node.setdefault("template", {}).setdefault("spec", {}).setdefault("template", {})
+    pod: dict[str, Any] = node.setdefault("template", {}).setdefault("spec", {}).setdefault("template", {})
     pod.setdefault("spec", {})
     return pod

@@ -35,7 +35,7 @@ class Converted:
     refused: list[str] = field(default_factory=list)
 
 
-def convert(doc: dict, manifest: str | None = None) -> Converted:
+def convert(doc: object, manifest: str | None = None) -> Converted:
     """The kubebench spec of a KubebenchJob (``manifest``: a v1alpha1 job's rendered manifest)."""
     if not isinstance(doc, dict) or doc.get("kind") != "KubebenchJob":
         raise SpecError("not a KubebenchJob: expected kind: KubebenchJob")
@@ -70,7 +70,7 @@ def _main_job(out: Converted, text: str, where: str) -> None:
     out.spec["job"] = {"kind": kind, "template": TEMPLATE}
 
 
-def _claim(volume: dict | None, out: Converted, backend: dict, where: str) -> None:
+def _claim(volume: dict[str, Any] | None, out: Converted, backend: dict[str, Any], where: str) -> None:
     if not volume:
         return
     claim = (volume.get("persistentVolumeClaim") or {}).get("claimName")
@@ -81,7 +81,7 @@ def _claim(volume: dict | None, out: Converted, backend: dict, where: str) -> No
         out.notes.append(f"{where}: not a claim (e.g. emptyDir): kubebench keeps the runs on backend.storage's claim")
 
 
-def _v1alpha1(spec: dict, out: Converted, backend: dict, manifest: str | None) -> None:
+def _v1alpha1(spec: dict[str, Any], out: Converted, backend: dict[str, Any], manifest: str | None) -> None:
     known = {"serviceAccount", "volumeSpecs", "secretSpecs", "jobSpecs", "reportSpecs"}
     out.refused += [f"spec.{k}: not a field of KubebenchJob v1alpha1" for k in spec if k not in known]
     if spec.get("serviceAccount"):
@@ -115,7 +115,7 @@ def _v1alpha1(spec: dict, out: Converted, backend: dict, manifest: str | None) -
         out.notes.append("spec.reportSpecs.csv: every run is in the store: `kubebench results ID -f csv -o report.csv`")
 
 
-def _v1alpha2(spec: dict, out: Converted, backend: dict) -> None:
+def _v1alpha2(spec: dict[str, Any], out: Converted, backend: dict[str, Any]) -> None:
     known = {"serviceAccountName", "arguments", "volumes", "managedVolumes", "workflowAgent", "tasks"}
     out.refused += [f"spec.{k}: not a field of KubebenchJob v1alpha2" for k in spec if k not in known]
     if spec.get("serviceAccountName"):
@@ -136,7 +136,7 @@ def _v1alpha2(spec: dict, out: Converted, backend: dict) -> None:
     _tasks(spec.get("tasks") or [], out)
 
 
-def _tasks(tasks: list[dict], out: Converted) -> None:
+def _tasks(tasks: list[dict[str, Any]], out: Converted) -> None:
     resources = [i for i, t in enumerate(tasks) if t.get("resource")]
     if len(resources) != 1:
         out.refused.append(f"spec.tasks: {len(resources)} resource tasks: kubebench runs one job per run "
@@ -159,7 +159,7 @@ def _tasks(tasks: list[dict], out: Converted) -> None:
         out.spec["postprocess"] = post
 
 
-def _resource_task(resource: dict, out: Converted, where: str) -> None:
+def _resource_task(resource: dict[str, Any], out: Converted, where: str) -> None:
     if resource.get("manifest"):
         _main_job(out, resource["manifest"], f"{where}.resource.manifest")
     elif (resource.get("manifestFrom") or {}).get("path"):
@@ -176,7 +176,7 @@ def _resource_task(resource: dict, out: Converted, where: str) -> None:
         out.notes.append(f"{where}.resource.volumeMounts: kubebench mounts the claim into every replica itself")
 
 
-def _command(container: dict, out: Converted, where: str) -> dict:
+def _command(container: dict[str, Any], out: Converted, where: str) -> dict[str, Any]:
     command = [*(container.get("command") or []), *(container.get("args") or [])]
     if not command:
         out.refused.append(f"{where}: no command (an image's entry point cannot be a kubebench post-processor)")

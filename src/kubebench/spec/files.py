@@ -21,6 +21,7 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from ..errors import SpecError
 
@@ -157,7 +158,7 @@ def _read(f: _File, is_spec: bool) -> str | None:
         return None
 
 
-def _open(path: Path):
+def _open(path: Path) -> BinaryIO:
     """``path`` opened for reading without following a link (``O_NOFOLLOW``) and without waiting on a
     FIFO put in a file's place since it was listed."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))

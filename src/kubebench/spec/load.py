@@ -16,6 +16,8 @@ from ..errors import SpecError
 from .model import BenchmarkSpec, LoadedSpec
 
 Location = tuple[int, int]  # 1-based line and column
+#: Where a value is in a YAML document: its keys and list indexes from the top (a pydantic error location too).
+KeyPath = tuple[object, ...]
 
 
 def read_text(path: str | Path, what: str = "spec") -> str:
@@ -41,7 +43,7 @@ def read_text(path: str | Path, what: str = "spec") -> str:
         raise SpecError(f"{p}: cannot read {what} file: {e}") from e
 
 
-def parse_yaml(text: str, source: str) -> tuple[Any, dict[tuple, Location]]:
+def parse_yaml(text: str, source: str) -> tuple[Any, dict[KeyPath, Location]]:
     """Safe-load YAML and map each key path to its line/column for error messages.
 
     The document is refused, with its line and column, when it nests deeper than the depth limit
@@ -66,17 +68,17 @@ def parse_yaml(text: str, source: str) -> tuple[Any, dict[tuple, Location]]:
     finally:
         if loader is not None:
             loader.dispose()
-    locations: dict[tuple, Location] = {}
+    locations: dict[KeyPath, Location] = {}
     if node is not None:
         _index(node, (), locations, set())
     return data, locations
 
 
-class _OverLimit(yaml.MarkedYAMLError):
+class _OverLimit(yaml.MarkedYAMLError):  # type: ignore[misc]  # PyYAML ships no types
     """A document too deep or too large (located like a syntax error)."""
 
 
-class _BoundedLoader(yaml.SafeLoader):
+class _BoundedLoader(yaml.SafeLoader):  # type: ignore[misc]  # PyYAML ships no types
     """PyYAML's safe loader that counts, while it composes, how deep and how many values the
     document is (an alias counts as every value of the node it names), and stops at the limits."""
 
@@ -109,7 +111,7 @@ class _BoundedLoader(yaml.SafeLoader):
         return node
 
 
-def _index(node: yaml.Node, path: tuple, out: dict[tuple, Location], seen: set[int]) -> None:
+def _index(node: yaml.Node, path: KeyPath, out: dict[KeyPath, Location], seen: set[int]) -> None:
     out[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
     if id(node) in seen:
         return  # a node repeated by an alias: its inside is located where it was first written
@@ -124,12 +126,12 @@ def _index(node: yaml.Node, path: tuple, out: dict[tuple, Location], seen: set[i
             _index(item, path + (i,), out, seen)
 
 
-def labelled(locations: dict[tuple, Location], source: str, under: tuple = ()) -> dict[tuple, str]:
+def labelled(locations: dict[KeyPath, Location], source: str, under: KeyPath = ()) -> dict[KeyPath, str]:
     """``file:line:col`` of every key path, optionally re-rooted under ``under``."""
     return {under + path: f"{source}:{line}:{col}" for path, (line, col) in locations.items()}
 
 
-def locate(where: dict[tuple, str], loc: tuple) -> str | None:
+def locate(where: dict[KeyPath, str], loc: KeyPath) -> str | None:
     """The ``file:line:col`` of the deepest known prefix of a pydantic error location."""
     for end in range(len(loc), -1, -1):
         if tuple(loc[:end]) in where:
@@ -138,7 +140,7 @@ def locate(where: dict[tuple, str], loc: tuple) -> str | None:
 
 
 def format_validation_error(
-    e: ValidationError, source: str, where: dict[tuple, str], data: Any, root: type[BaseModel]
+    e: ValidationError, source: str, where: dict[KeyPath, str], data: Any, root: type[BaseModel]
 ) -> str:
     """One line per problem, in the file's order: ``file:line:col: field.path: message``, with a
     "did you mean" for a near miss of a key or a choice; the several errors pydantic gives for one
@@ -179,16 +181,16 @@ def _did_you_mean(given: str, choices: Sequence[str]) -> str:
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
-def _position(prefix: str) -> tuple:
+def _position(prefix: str) -> tuple[str, int, int]:
     """(file, line, column) of a ``file:line:col`` prefix, for sorting problems in the file's order."""
     match = re.match(r"^(.*):(\d+):(\d+)$", prefix)
     return (match[1], int(match[2]), int(match[3])) if match else (prefix, 0, 0)
 
 
-def _data_path(data: Any, loc: tuple, keep_last: bool) -> tuple:
+def _data_path(data: Any, loc: KeyPath, keep_last: bool) -> KeyPath:
     # pydantic adds union tags and type names ('regex', 'int') to locations; keep only the parts
     # that exist in the user's data, plus the last one for a missing or unknown key.
-    path: list = []
+    path: list[object] = []
     for i, part in enumerate(loc):
         if isinstance(data, dict) and data.get("kind") == part and i < len(loc) - 1:
             continue  # the union's tag, not a key (a `command` post-processor has both)
@@ -202,7 +204,7 @@ def _data_path(data: Any, loc: tuple, keep_last: bool) -> tuple:
     return tuple(path)
 
 
-def allowed_keys(root: type[BaseModel], loc: tuple) -> list[str]:
+def allowed_keys(root: type[BaseModel], loc: KeyPath) -> list[str]:
     """The keys a model accepts at ``loc`` (an error location ending in the unknown key)."""
     models = [root]
     for part in loc[:-1]:
@@ -223,7 +225,7 @@ def _models_in(annotation: Any) -> list[type[BaseModel]]:
     return [m for arg in get_args(annotation) for m in _models_in(arg)]
 
 
-def validate_spec(data: Any, source: str, where: dict[tuple, str]) -> BenchmarkSpec:
+def validate_spec(data: Any, source: str, where: dict[KeyPath, str]) -> BenchmarkSpec:
     """Validate parsed YAML as a BenchmarkSpec, translating errors to file:line messages."""
     if not isinstance(data, dict):
         raise SpecError(f"{source}: a spec must be a YAML mapping (apiVersion, kind, name, job, …)")
@@ -237,11 +239,11 @@ def validate_spec(data: Any, source: str, where: dict[tuple, str]) -> BenchmarkS
         raise SpecError(format_validation_error(e, source, where, data, BenchmarkSpec)) from e
 
 
-def _dotted(path: tuple) -> str:
+def _dotted(path: KeyPath) -> str:
     return ".".join(str(part).replace("\0", "\\0") for part in path)
 
 
-def _with_nul(data: Any, path: tuple) -> list[tuple]:
+def _with_nul(data: Any, path: KeyPath) -> list[KeyPath]:
     """Key paths of the strings (keys or values) that hold a NUL character."""
     if isinstance(data, str):
         return [path] if "\0" in data else []
@@ -267,7 +269,7 @@ def parse_override(text: str) -> tuple[str, Any]:
         raise SpecError(f"--set {text!r}: value is not valid YAML: {e}") from e
 
 
-def load_params_file(path: str | Path) -> tuple[dict[str, Any], dict[tuple, str]]:
+def load_params_file(path: str | Path) -> tuple[dict[str, Any], dict[KeyPath, str]]:
     """The experimenter's parameter file (a flat mapping whose entries override the spec's), and
     where each entry is, keyed like the spec's ``parameters.<name>``.
     """
@@ -283,7 +285,7 @@ def load_params_file(path: str | Path) -> tuple[dict[str, Any], dict[tuple, str]
     return data, labelled({p: v for p, v in locations.items() if p}, source, ("parameters",))
 
 
-def _override(where: dict[tuple, str], new: dict[tuple, str], params: dict[str, Any]) -> dict[tuple, str]:
+def _override(where: dict[KeyPath, str], new: dict[KeyPath, str], params: dict[str, Any]) -> dict[KeyPath, str]:
     # A parameter set again elsewhere is reported where it was set last, not in the spec.
     kept = {p: v for p, v in where.items() if not (p[:1] == ("parameters",) and len(p) > 1 and p[1] in params)}
     return {**kept, **new}

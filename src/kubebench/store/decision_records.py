@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Literal
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal
 
 from pydantic import field_validator
 
@@ -72,7 +73,7 @@ class DecisionRecord(Record):
         return self.model_dump(exclude={"params"})
 
 
-def decision_records(rows, params: dict[str, dict]) -> list[DecisionRecord]:
+def decision_records(rows: Iterable[Sequence[Any]], params: dict[str, dict[str, object]]) -> list[DecisionRecord]:
     """DecisionRecords from rows of :data:`DECISION_COLUMNS`, with their trial's parameters."""
     found = []
     for row in rows:

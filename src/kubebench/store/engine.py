@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
+from sqlalchemy.pool import ConnectionPoolEntry
 
 from ..errors import StoreError, StoreFileError
 from ..redact import mask_url, remember_store
@@ -121,16 +124,17 @@ def first_line(e: Exception) -> str:
     return text.strip().splitlines()[0] if text.strip() else type(e).__name__
 
 
-def _engine_options(backend: str, driver: str, busy: float = BUSY_TIMEOUT_S) -> dict:
+def _engine_options(backend: str, driver: str, busy: float = BUSY_TIMEOUT_S) -> dict[str, Any]:
     if backend == "sqlite":
         return {"connect_args": {"timeout": busy}}
-    options: dict = {"pool_pre_ping": True}
+    options: dict[str, Any] = {"pool_pre_ping": True}
     if backend == "postgresql" and driver in ("psycopg", "psycopg2"):
         options["connect_args"] = {"connect_timeout": CONNECT_TIMEOUT_S}
     return options
 
 
-def _sqlite_connect(dbapi_connection, _record, busy_timeout: float = BUSY_TIMEOUT_S) -> None:
+def _sqlite_connect(dbapi_connection: sqlite3.Connection, _record: ConnectionPoolEntry,
+                    busy_timeout: float = BUSY_TIMEOUT_S) -> None:
     # WAL lets readers work while a runner writes; with WAL, synchronous=NORMAL stays consistent
     # after a crash and saves an fsync per commit; foreign keys make deletes cascade.
     # isolation_level=None: SQLAlchemy emits BEGIN itself (_sqlite_begin), so that reads are
@@ -145,7 +149,7 @@ def _sqlite_connect(dbapi_connection, _record, busy_timeout: float = BUSY_TIMEOU
     cursor.close()
 
 
-def _sqlite_begin(conn) -> None:
+def _sqlite_begin(conn: Connection) -> None:
     # A writer takes the lock at BEGIN IMMEDIATE, where busy_timeout makes it wait its turn.
     write = conn.get_execution_options().get("kubebench_write", False)
     refuse_unwritable_shm(conn.engine.url.database)

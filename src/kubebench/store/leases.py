@@ -91,7 +91,7 @@ def acquire(conn: Connection, experiment_id: str, owner: str, host: str, pid: in
     raise AssertionError("unreachable: a lease row that is neither absent nor present")  # pragma: no cover
 
 
-def _insert_if_absent(conn: Connection, row: dict) -> bool:
+def _insert_if_absent(conn: Connection, row: dict[str, object]) -> bool:
     """Insert the lease row unless one exists (another runner's, inserted at the same moment)."""
     dialect = conn.dialect.name
     if dialect == "postgresql":

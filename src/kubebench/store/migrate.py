@@ -12,12 +12,17 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Column, Connection, Engine, MetaData, String, Table, insert, inspect, select
 
 from ..errors import StoreError
 from . import schema
 from .engine import busy_timeout, safe_url, transaction
+from .version import HEAD_REVISION, SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 #: The revision of schema version 1, the schema of stores made before Alembic was used.
@@ -36,7 +41,7 @@ class SchemaState:
     @property
     def current(self) -> bool:
         """At the schema this kubebench writes."""
-        return self.version == schema.SCHEMA_VERSION
+        return self.version == SCHEMA_VERSION
 
 
 def read_state(conn: Connection) -> SchemaState:
@@ -80,23 +85,23 @@ def _open(engine: Engine, deadline: float) -> SchemaState | None:
 
 def _refuse_other(engine: Engine, state: SchemaState) -> None:
     version = state.version or 0
-    if version > schema.SCHEMA_VERSION:
+    if version > SCHEMA_VERSION:
         raise StoreError(
             f"the store {safe_url(engine)} has schema version {version}, newer than this kubebench "
-            f"understands ({schema.SCHEMA_VERSION}); upgrade kubebench"
+            f"understands ({SCHEMA_VERSION}); upgrade kubebench"
         )
-    if version < schema.SCHEMA_VERSION:
+    if version < SCHEMA_VERSION:
         raise StoreError(
             f"the store {safe_url(engine)} has schema version {version}, older than this kubebench's "
-            f"({schema.SCHEMA_VERSION}); run `kubebench db upgrade` (with the same --store) to upgrade it"
+            f"({SCHEMA_VERSION}); run `kubebench db upgrade` (with the same --store) to upgrade it"
         )
 
 
 def _create(conn: Connection) -> None:
     schema.metadata.create_all(conn)
     _alembic_version.create(conn, checkfirst=True)
-    conn.execute(insert(schema.meta).values(key="schema_version", value=str(schema.SCHEMA_VERSION)))
-    conn.execute(insert(_alembic_version).values(version_num=schema.HEAD_REVISION))
+    conn.execute(insert(schema.meta).values(key="schema_version", value=str(SCHEMA_VERSION)))
+    conn.execute(insert(_alembic_version).values(version_num=HEAD_REVISION))
 
 
 def state(engine: Engine) -> SchemaState:
@@ -113,7 +118,7 @@ def upgrade(engine: Engine, revision: str = "head") -> tuple[SchemaState, Schema
     """
     with transaction(engine, "upgrade the store", write=True) as conn:
         before = read_state(conn)
-        if (before.version or 0) > schema.SCHEMA_VERSION:
+        if (before.version or 0) > SCHEMA_VERSION:
             _refuse_other(engine, before)
         if before.version is None and revision == "head":
             _create(conn)
@@ -132,7 +137,7 @@ def _run_migrations(conn: Connection, before: SchemaState, revision: str) -> Non
     command.upgrade(config, revision)
 
 
-def alembic_config(conn: Connection):
+def alembic_config(conn: Connection) -> Config:
     """An Alembic configuration that runs this package's migrations on ``conn`` (no alembic.ini)."""
     from alembic.config import Config
 

@@ -127,7 +127,7 @@ class SqliteReader:
             raise experiment_not_found(experiment_id)
 
     @staticmethod
-    def _params(conn: sqlite3.Connection, experiment_id: str) -> dict[str, dict]:
+    def _params(conn: sqlite3.Connection, experiment_id: str) -> dict[str, dict[str, object]]:
         return {trial_id: json.loads(text) for trial_id, text in
                 conn.execute("SELECT id, params FROM trials WHERE experiment_id = ?", (experiment_id,))}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Collection, Sequence
-from typing import TYPE_CHECKING, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, field_validator
 from pydantic_core import from_json
@@ -83,7 +83,7 @@ class ExperimentRecord(Record):
         done experiment)."""
         return experiment_state([s for s, n in self.runs_by_status.items() if n]) if self.runs_by_status else self.state
 
-    def declared_metrics(self) -> list[dict]:
+    def declared_metrics(self) -> list[dict[str, Any]]:
         """The ``metrics:`` entries of the spec the experiment was run from."""
         import yaml
 
@@ -198,8 +198,8 @@ JSON_RUN_COLUMNS = ("info", "metric_values")
 _INFO, _METRICS = (RUN_COLUMNS.index(name) for name in JSON_RUN_COLUMNS)
 
 
-def run_records(experiment_id: str, rows: Sequence[tuple], params: dict[str, dict],
-                envs: dict[str, dict]) -> list[RunRecord]:
+def run_records(experiment_id: str, rows: Sequence[Sequence[Any]], params: dict[str, dict[str, object]],
+                envs: dict[str, dict[str, object]]) -> list[RunRecord]:
     """RunRecords from rows of ``RUN_COLUMNS``, with their trial's params and their provenance."""
     infos = json_objects([row[_INFO] for row in rows])
     metrics = json_objects([row[_METRICS] for row in rows])
@@ -216,10 +216,10 @@ def run_records(experiment_id: str, rows: Sequence[tuple], params: dict[str, dic
 TRIAL_RUN_COLUMNS = ("trial_id", "status", "metric_values", "info")
 
 
-def trial_results(rows: Sequence[tuple], params: dict[str, dict]) -> list[TrialResults]:
+def trial_results(rows: Sequence[Sequence[Any]], params: dict[str, dict[str, object]]) -> list[TrialResults]:
     """TrialResults from rows of ``TRIAL_RUN_COLUMNS``, in the rows' order of trials."""
     counts: dict[str, dict[str, int]] = {}
-    succeeded: dict[str, list] = {}
+    succeeded: dict[str, list[str | dict[str, Any] | None]] = {}
     drifting: dict[str, int] = {}
     for trial_id, status, values, *info in rows:
         by_status = counts.setdefault(trial_id, {})
@@ -236,7 +236,7 @@ def trial_results(rows: Sequence[tuple], params: dict[str, dict]) -> list[TrialR
             for trial_id, by_status in counts.items()]
 
 
-def json_objects(values: Sequence[str | dict | None]) -> list[dict]:
+def json_objects(values: Sequence[str | dict[str, Any] | None]) -> list[dict[str, Any]]:
     """Values of a JSON object column, ``null`` as empty: texts (SQLite) parsed in one call of
     pydantic-core's parser (four times faster than ``json.loads`` one by one), or already parsed (psycopg)."""
     texts = [v for v in values if v is None or isinstance(v, str)]

@@ -13,6 +13,7 @@ import math
 import time
 from collections.abc import Iterable, Sequence
 from functools import cache
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, String, bindparam, delete, insert, literal, null, select, text, type_coerce, update
 
@@ -24,6 +25,9 @@ from .records import (
     RunAttempt,
     RunResult,
 )
+
+if TYPE_CHECKING:
+    from sqlalchemy import Insert
 
 _r, _m, _p, _a = schema.runs, schema.metrics, schema.provenance, schema.run_attempts
 UPDATE_RUN = update(_r).where(_r.c.id == bindparam("b_run_id"))
@@ -104,7 +108,7 @@ def attempts_of(conn: Connection, experiment_id: str) -> dict[str, list[RunAttem
     return found
 
 
-def save_provenance(conn: Connection, data: dict, known: dict[str, str]) -> str | None:
+def save_provenance(conn: Connection, data: dict[str, object], known: dict[str, str]) -> str | None:
     """Store a provenance record once, keyed by a hash of its content; return that id.
 
     ``known`` maps the JSON text of records this store has saved to their ids, so that a runner
@@ -139,7 +143,7 @@ def _finite(value: object) -> object:
 
 
 @cache
-def _insert_or_ignore(dialect: str):
+def _insert_or_ignore(dialect: str) -> Insert | None:
     """``INSERT … ON CONFLICT DO NOTHING`` into provenance where the dialect has it (imported when first used:
     the PostgreSQL dialect costs 70 ms to import)."""
     if dialect == "sqlite":
@@ -153,7 +157,7 @@ def _insert_or_ignore(dialect: str):
     return None
 
 
-def provenance_of(conn: Connection, ids: Iterable[str | None]) -> dict[str, dict]:
+def provenance_of(conn: Connection, ids: Iterable[str | None]) -> dict[str, dict[str, object]]:
     """Provenance records by id (one query)."""
     wanted = sorted({i for i in ids if i})
     if not wanted:

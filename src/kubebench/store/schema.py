@@ -17,8 +17,6 @@ from sqlalchemy import (
     Text,
 )
 
-from .version import HEAD_REVISION, SCHEMA_VERSION  # noqa: F401  (the store's code reads them here)
-
 metadata = MetaData()
 
 meta = Table(

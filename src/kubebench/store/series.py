@@ -10,39 +10,37 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import String, delete, func, insert, select, type_coerce
+from sqlalchemy import Connection, String, delete, func, insert, select, type_coerce
 
 from ..errors import NotFoundError, SpecError
 from . import schema
 from .engine import transaction
 from .records import json_objects
-from .series_records import (  # noqa: F401  (API)
-    AcceptedChange,
-    NoiseFloor,
-    SeriesData,
-    SeriesExperiment,
-    build_series,
-    parse_labels,
-    swept_parameters,
-    trial_key,
-)
+from .series_records import AcceptedChange, NoiseFloor, SeriesData, build_series, parse_labels
+
+if TYPE_CHECKING:
+    from .store import Store
+
+#: The runs of one trial: its parameters, and the metrics of each of its succeeded counted runs.
+TrialRuns = tuple[dict[str, object], list[dict[str, float]]]
 
 
-def resolve_series(store, name: str) -> str:
+def resolve_series(store: Store, name: str) -> str:
     """The series called ``name``, or the series of the experiment with that id; NotFoundError otherwise."""
     e = schema.experiments
     with transaction(store.engine, "read series") as conn:
         if conn.scalar(select(e.c.id).where(e.c.series == name).limit(1)) is not None:
             return name
-        found = conn.scalar(select(e.c.series).where(e.c.id == name))
+        found: str | None = conn.scalar(select(e.c.series).where(e.c.id == name))
     if found is None:
         raise NotFoundError(f"no series or experiment {name!r} in the store (see `kubebench experiments`; "
                             "a series is a spec's name or its `series:`)")
     return found
 
 
-def experiment_ref(store, ref: str) -> str:
+def experiment_ref(store: Store, ref: str) -> str:
     """An experiment id, or ``SERIES@KEY=VALUE[,KEY=VALUE]``: the newest experiment of that series with
     those labels (``bench@cluster=a``); NotFoundError when it has none."""
     if "@" not in ref:
@@ -63,7 +61,7 @@ def experiment_ref(store, ref: str) -> str:
     raise NotFoundError(f"{ref!r}: no experiment of series {series!r} has the labels {shown}")
 
 
-def read_series(store, series: str, since: float | None = None, environments: bool = False) -> SeriesData:
+def read_series(store: Store, series: str, since: float | None = None, environments: bool = False) -> SeriesData:
     """The series' experiments (oldest first, created at or after ``since``) and their runs' metrics."""
     e, t, r = schema.experiments, schema.trials, schema.runs
     where = [e.c.series == series] + ([e.c.created_at >= since] if since is not None else [])
@@ -80,7 +78,7 @@ def read_series(store, series: str, since: float | None = None, environments: bo
     return build_series(series, exp_rows, run_rows, envs)
 
 
-def _environments(conn, experiment_ids: Sequence[str]) -> dict[str, dict[str, object]]:
+def _environments(conn: Connection, experiment_ids: Sequence[str]) -> dict[str, dict[str, object]]:
     """The most used provenance record of each experiment (one grouped query)."""
     r, p = schema.runs, schema.provenance
     if not experiment_ids:
@@ -97,7 +95,7 @@ def _environments(conn, experiment_ids: Sequence[str]) -> dict[str, dict[str, ob
     return {exp_id: data.get(pid) or {} for exp_id, (_, pid) in best.items()}
 
 
-def series_list(store) -> list[tuple[str, int, float]]:
+def series_list(store: Store) -> list[tuple[str, int, float]]:
     """Every series with its number of experiments and its newest experiment's time, newest first."""
     e = schema.experiments
     query = (select(e.c.series, func.count(), func.max(e.c.created_at)).group_by(e.c.series)
@@ -106,7 +104,7 @@ def series_list(store) -> list[tuple[str, int, float]]:
         return [(s, n, last) for s, n, last in conn.execute(query)]
 
 
-def accept_change(store, series: str, experiment_id: str, metric: str = "", note: str = "") -> AcceptedChange:
+def accept_change(store: Store, series: str, experiment_id: str, metric: str = "", note: str = "") -> AcceptedChange:
     """Record that the level of ``series`` changed on purpose at ``experiment_id`` (replaces an earlier note)."""
     e, c = schema.experiments, schema.series_changes
     change = AcceptedChange(series, experiment_id, metric, note, time.time())
@@ -121,7 +119,7 @@ def accept_change(store, series: str, experiment_id: str, metric: str = "", note
     return change
 
 
-def accepted_changes(store, series: str) -> list[AcceptedChange]:
+def accepted_changes(store: Store, series: str) -> list[AcceptedChange]:
     """The accepted changes of a series, oldest first."""
     c = schema.series_changes
     query = select(c.c.series, c.c.experiment_id, c.c.metric, c.c.note, c.c.created_at).where(c.c.series == series)
@@ -129,7 +127,7 @@ def accepted_changes(store, series: str) -> list[AcceptedChange]:
         return sorted((AcceptedChange(*row) for row in conn.execute(query)), key=lambda a: a.created_at)
 
 
-def save_noise_floors(store, series: str, floors: Sequence[NoiseFloor]) -> None:
+def save_noise_floors(store: Store, series: str, floors: Sequence[NoiseFloor]) -> None:
     """Store (replacing) the noise floors of a series' trials × metrics."""
     n = schema.noise_floors
     now = time.time()
@@ -142,7 +140,7 @@ def save_noise_floors(store, series: str, floors: Sequence[NoiseFloor]) -> None:
                                       "runs": f.runs, "updated_at": now} for f in floors])
 
 
-def noise_floors(store, series: str) -> dict[tuple[str, str], NoiseFloor]:
+def noise_floors(store: Store, series: str) -> dict[tuple[str, str], NoiseFloor]:
     """The noise floors of a series by (trial_key, metric); empty when it was never calibrated."""
     n = schema.noise_floors
     query = select(n.c.trial_key, n.c.metric, n.c.spread, n.c.cv, n.c.experiments, n.c.runs).where(n.c.series == series)
@@ -151,7 +149,7 @@ def noise_floors(store, series: str) -> dict[tuple[str, str], NoiseFloor]:
     return {(k, m): NoiseFloor(k, m, s, cv, tuple(exps), runs) for k, m, s, cv, exps, runs in rows}
 
 
-def set_note(store, experiment_id: str, note: str | None = None, tags: Sequence[str] | None = None) -> dict:
+def set_note(store: Store, experiment_id: str, note: str | None = None, tags: Sequence[str] | None = None) -> dict[str, Any]:
     """Set an experiment's note and/or tags (``None`` keeps what it had); return both."""
     e, n = schema.experiments, schema.experiment_notes
     with transaction(store.engine, "write a note", write=True) as conn:
@@ -167,7 +165,7 @@ def set_note(store, experiment_id: str, note: str | None = None, tags: Sequence[
     return {"note": values["note"], "tags": values["tags"]}
 
 
-def notes(store, experiment_ids: Sequence[str]) -> dict[str, dict]:
+def notes(store: Store, experiment_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
     """``{id: {"note": …, "tags": […]}}`` of the experiments that have any."""
     n = schema.experiment_notes
     if not experiment_ids:
@@ -177,7 +175,7 @@ def notes(store, experiment_ids: Sequence[str]) -> dict[str, dict]:
         return {exp_id: {"note": note, "tags": list(tags or [])} for exp_id, note, tags in conn.execute(query)}
 
 
-def series_version(store, series: str) -> tuple:
+def series_version(store: Store, series: str) -> tuple[object, ...]:
     """What changes whenever the history of a series may: its experiments, accepted changes and floors
     (caches of a computed history are keyed by it)."""
     e, c, n = schema.experiments, schema.series_changes, schema.noise_floors
@@ -188,7 +186,7 @@ def series_version(store, series: str) -> tuple:
     return tuple(exps) + tuple(changes) + tuple(floors)
 
 
-def trial_runs(store, experiment_ids: Sequence[str]) -> dict[str, list[tuple[dict, list[dict[str, float]]]]]:
+def trial_runs(store: Store, experiment_ids: Sequence[str]) -> dict[str, list[TrialRuns]]:
     """Each experiment's trials in order, with the metrics of their succeeded counted runs (one query)."""
     t, r = schema.trials, schema.runs
     if not experiment_ids:
@@ -202,19 +200,19 @@ def trial_runs(store, experiment_ids: Sequence[str]) -> dict[str, list[tuple[dic
         rows = conn.execute(query).all()
     params = json_objects([row[2] for row in rows])
     metrics = json_objects([row[3] for row in rows])
-    found: dict[str, dict[str, tuple[dict, list]]] = {}
+    found: dict[str, dict[str, TrialRuns]] = {}
     for (exp_id, trial_id, _, _), p, m in zip(rows, params, metrics):
         found.setdefault(exp_id, {}).setdefault(trial_id, (p, []))[1].append(m)
     return {exp_id: list(trials.values()) for exp_id, trials in found.items()}
 
 
-def environments_of(store, experiment_ids: Sequence[str]) -> dict[str, dict[str, object]]:
+def environments_of(store: Store, experiment_ids: Sequence[str]) -> dict[str, dict[str, object]]:
     """The most used provenance record of each experiment."""
     with transaction(store.engine, "read provenance") as conn:
         return _environments(conn, experiment_ids)
 
 
-def recent_experiments(store, series: str, until: float, count: int) -> list[str]:
+def recent_experiments(store: Store, series: str, until: float, count: int) -> list[str]:
     """Ids of the last ``count`` experiments of a series created at or before ``until``, oldest first."""
     e = schema.experiments
     query = (select(e.c.id).where(e.c.series == series, e.c.created_at <= until)

@@ -6,13 +6,17 @@ second), any other store through the Store. Both answer the same values (a test 
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import NotFoundError
 from .reader import SqliteReader, _open_sqlite
 from .records import ExperimentRecord, json_objects
 from .series_records import AcceptedChange, NoiseFloor, SeriesData, build_grouped, build_series
+
+if TYPE_CHECKING:
+    from .store import Store
 
 _NOT_FOUND = ("no series or experiment {!r} in the store (see `kubebench experiments`; "
               "a series is a spec's name or its `series:`)")
@@ -40,7 +44,8 @@ class SqliteSeries(SqliteReader):
             found = conn.execute("SELECT series FROM experiments WHERE id = ?", (name,)).fetchone()
         if found is None:
             raise NotFoundError(_NOT_FOUND.format(name))
-        return found[0]
+        series: str = found[0]
+        return series
 
     def newest_experiment(self, series: str) -> str:
         with self._read("read series") as conn:
@@ -48,7 +53,8 @@ class SqliteSeries(SqliteReader):
                                (series,)).fetchone()
         if row is None:
             raise NotFoundError(_NOT_FOUND.format(series))
-        return row[0]
+        newest: str = row[0]
+        return newest
 
     def read_series(self, series: str, since: float | None = None, metrics: Sequence[str] = ()) -> SeriesData:
         args: list[str | float]
@@ -68,7 +74,8 @@ class SqliteSeries(SqliteReader):
         return build_series(series, exp_rows, run_rows)
 
     @staticmethod
-    def _one_metric(conn, where: str, args: list, metric: str) -> list[tuple]:
+    def _one_metric(conn: sqlite3.Connection, where: str, args: list[Any],
+                    metric: str) -> list[tuple[str, str, list[dict[str, Any]]]]:
         """Rows of one metric, its values taken out of the runs' JSON and joined per trial by SQLite: a
         row per experiment × trial (10,000) instead of per run (50,000), and no JSON parsed here."""
         rows = conn.execute(
@@ -114,7 +121,7 @@ class SqliteSeries(SqliteReader):
 class StoreSeries:
     """The same queries on any store, through :mod:`.series` (SQLAlchemy)."""
 
-    def __init__(self, store) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
 
     def experiment(self, experiment_id: str) -> ExperimentRecord:

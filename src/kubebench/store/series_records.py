@@ -7,6 +7,7 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import SpecError
 from .records import json_objects
@@ -107,11 +108,11 @@ class NoiseFloor:
     runs: int
 
 
-def build_series(series: str, exp_rows: Sequence[tuple], run_rows: Sequence[tuple],
+def build_series(series: str, exp_rows: Sequence[Sequence[Any]], run_rows: Sequence[Sequence[Any]],
                  environments: dict[str, dict[str, object]] | None = None) -> SeriesData:
     """A SeriesData from rows of (id, created_at, labels, name) and of (experiment_id, params,
     metric_values) per run, in trial order, JSON as text or parsed (what both ways of reading select)."""
-    grouped: dict[tuple[str, str], list[dict]] = {}
+    grouped: dict[tuple[str, str], list[dict[str, Any]]] = {}
     params_text = [p if isinstance(p, str) else json.dumps(p) for _, p, _ in run_rows]
     metrics = json_objects([values for _, _, values in run_rows])  # one parse for every run: 5× faster than per trial
     for (exp_id, _, _), text, values in zip(run_rows, params_text, metrics):
@@ -119,7 +120,7 @@ def build_series(series: str, exp_rows: Sequence[tuple], run_rows: Sequence[tupl
     return build_grouped(series, exp_rows, [(e, t, v) for (e, t), v in grouped.items()], environments)
 
 
-def build_grouped(series: str, exp_rows: Sequence[tuple], trial_rows: Sequence[tuple[str, str, list[dict]]],
+def build_grouped(series: str, exp_rows: Sequence[Sequence[Any]], trial_rows: Sequence[tuple[str, str, list[dict[str, Any]]]],
                   environments: dict[str, dict[str, object]] | None = None) -> SeriesData:
     """A SeriesData from experiment rows and rows of (experiment_id, params as JSON text, its runs'
     metric dicts) per experiment × trial, in trial order."""

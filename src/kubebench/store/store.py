@@ -8,7 +8,7 @@ from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from sqlalchemy import Connection, Engine, delete, func, insert, select, update
+from sqlalchemy import ColumnElement, Connection, Engine, delete, func, insert, select, update
 
 from .. import ids
 from ..errors import NotFoundError, StoreError
@@ -195,7 +195,7 @@ class Store:
         with self._tx("read benchmarks") as conn:
             return listing.benchmark_names(conn)
 
-    def _experiments(self, where, limit: int | None = None) -> list[ExperimentRecord]:
+    def _experiments(self, where: ColumnElement[bool] | None, limit: int | None = None) -> list[ExperimentRecord]:
         e, r = schema.experiments, schema.runs
         query = select(e).order_by(e.c.created_at.desc(), e.c.id)
         if where is not None:
@@ -318,7 +318,7 @@ class Store:
         with self._tx("read runs") as conn:
             return sorted(conn.scalars(query))
 
-    def environments(self, experiment_id: str) -> list[tuple[dict, int]]:
+    def environments(self, experiment_id: str) -> list[tuple[dict[str, object], int]]:
         """The provenance records of an experiment's runs, each with its number of runs, most used first."""
         r, p = schema.runs, schema.provenance
         counts = (select(r.c.provenance_id.label("pid"), func.count().label("n"))

@@ -14,9 +14,9 @@ only when nothing finer says when it happened.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 Source = Literal["server", "observed", "workload"]
 SOURCES: tuple[str, ...] = ("server", "observed", "workload")
@@ -50,7 +50,7 @@ class Boundary:
                 "replica": self.replica, "origin": self.origin}
 
     @classmethod
-    def of(cls, data: dict) -> Boundary:
+    def of(cls, data: Mapping[str, Any]) -> Boundary:
         """A boundary from :meth:`as_dict`'s data."""
         source = str(data.get("source", "observed"))
         return cls(str(data["name"]), float(data["t"]), source if source in SOURCES else "observed",  # type: ignore[arg-type]

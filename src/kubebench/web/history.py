@@ -95,7 +95,8 @@ def history_api(request: Request, name: str,
     says whether the history was computed for this request (``miss``) or not (``hit``)."""
     from ..analyse.history import parse_trials, trial_matches
     from ..present.history import history_dict, history_figure
-    from ..store.series import resolve_series, series_version, trial_key
+    from ..store.series import resolve_series, series_version
+    from ..store.series_records import trial_key
 
     wanted = parse_trials(trial)
     store = _store(request)

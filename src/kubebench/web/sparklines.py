@@ -93,7 +93,7 @@ def _trend(record, series: str, recent: list[str], runs: dict, accepted_changes:
     from ..analyse.changepoint import detect
     from ..analyse.history import DEFAULT_THRESHOLD
     from ..present.numbers import metric_unit
-    from ..store.series import swept_parameters, trial_key
+    from ..store.series_records import swept_parameters, trial_key
 
     metric = record.primary_metric()
     mine = runs.get(record.id)

@@ -40,8 +40,8 @@ from .measure import (
     report_throughput,
     write_step_times,
 )
-from .models import AMP_MODES, MODELS, autocast, build_model, compiled, prepare
-from .options import non_negative, positive, positive_float
+from .models import autocast, build_model, compiled, prepare
+from .options import AMP_MODES, MODELS, non_negative, positive, positive_float
 
 Batch = tuple[torch.Tensor, torch.Tensor]
 

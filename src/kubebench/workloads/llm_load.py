@@ -24,6 +24,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import aiohttp
+
 import kubebench
 
 from ..serving import client, validate
@@ -108,8 +110,8 @@ async def run(args: argparse.Namespace, replica: int) -> tuple[RecordsFile, list
     """Drive the load; return the records (measured flags set), loop delays and server scrapes."""
     seed = args.seed + 1000 * replica  # replicas draw different prompts and arrivals
     clock = client.Clock()
-    connector = client.aiohttp.TCPConnector(limit=0, force_close=False)
-    async with client.aiohttp.ClientSession(connector=connector) as session:
+    connector = aiohttp.TCPConnector(limit=0, force_close=False)
+    async with aiohttp.ClientSession(connector=connector) as session:
         model = args.model or await client.first_model(session, args.endpoints[0])
         target = client.Target(args.endpoints, model, args.api, args.timeout, not args.no_ignore_eos)
         monitor = client.LoopMonitor()

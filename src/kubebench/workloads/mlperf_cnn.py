@@ -28,7 +28,8 @@ from . import data as datasets
 from .distributed import MODES, Group, MpiGradients, setup
 from .measure import params_digest, report_replicas
 from .mllog import MLLogger
-from .models import MODELS, build_model
+from .models import build_model
+from .options import MODELS
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

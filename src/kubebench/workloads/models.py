@@ -12,7 +12,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from .options import AMP_MODES, MODELS  # noqa: F401  (re-exported for the workloads)
+from .options import MODELS
 
 
 def build_model(name: str, channels: int = 3, num_classes: int = 10, width: int = 16) -> nn.Module:

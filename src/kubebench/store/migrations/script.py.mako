@@ -13,7 +13,7 @@ revision = ${repr(up_revision)}
 down_revision = ${repr(down_revision)}
 branch_labels = None
 depends_on = None
-SCHEMA_VERSION = None  # the schema version this revision makes: set it, and kubebench.store.schema's
+SCHEMA_VERSION = None  # the schema version this revision makes: set it, and kubebench.store.version's (with HEAD_REVISION)
 
 
 def upgrade() -> None:
