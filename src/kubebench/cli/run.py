@@ -63,7 +63,7 @@ def run(
       kubebench run examples/pytorch-cnn/benchmark.yaml
       kubebench run bench.yaml --set batch_size=[32,64] --repeats 5
       kubebench run bench.yaml --id my-exp     (again: resumes my-exp)
-      kubebench run bench.yaml --decide-against series     (stops each trial once it is decided)
+      kubebench run bench.yaml --decide-against series  (stops when decided)
     """
     # series_records, not series: no SQLAlchemy, a dry run never opens the store
     from ..runner import plan_experiment
