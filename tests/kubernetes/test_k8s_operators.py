@@ -13,6 +13,7 @@ import pytest
 import yaml
 from support.cluster.cluster import Cluster
 from support.cluster.emulator import ApiError
+from support.cluster.kueue import DEFAULT_FRAMEWORKS
 from support.timing import wait_for
 
 PODS = ("", "v1", "pods")
@@ -179,7 +180,11 @@ def test_a_timed_out_jobs_log_is_read_before_the_job_is_deleted(cluster: Cluster
 QUICK = "import kubebench; print('ran', flush=True); kubebench.report(v=1)"
 
 
-@pytest.mark.cluster(kueue=1)
+#: Kueue configured to manage PyTorchJobs too (its default configuration leaves them out: see test_k8s_kueue.py).
+WITH_PYTORCHJOB = (*DEFAULT_FRAMEWORKS, "kubeflow.org/pytorchjob")
+
+
+@pytest.mark.cluster(kueue=1, kueue_frameworks=WITH_PYTORCHJOB)
 def test_time_in_the_queue_is_reported_apart_and_not_counted_against_the_timeout(cluster: Cluster, run_spec) -> None:
     operator, kueue = cluster.operator, cluster.operator.kueue
     kueue.capacity = 0  # the quota is taken for now
@@ -204,7 +209,7 @@ def test_a_job_that_never_leaves_the_queue_times_out_saying_so(cluster: Cluster,
     assert float(run.info["queue_seconds"]) >= 2
 
 
-@pytest.mark.cluster(kueue=1)
+@pytest.mark.cluster(kueue=1, kueue_frameworks=WITH_PYTORCHJOB)
 def test_a_preempted_run_is_retried_from_scratch_as_an_infrastructure_failure(cluster: Cluster, run_spec,
                                                                                tmp_path: Path) -> None:
     marker = tmp_path / "second-attempt"

@@ -170,7 +170,10 @@ def mount_claim(manifest: Manifest, volume: str, claim: str, mount_path: str,
 
 def mount_config_map(manifest: Manifest, volume: str, config_map: str, path: str) -> Manifest:
     """Mount the ConfigMap ``config_map`` read-only at ``path`` in every container of every pod, and
-    make ``path`` the working directory of the containers that set none (TrainJob patches cannot)."""
+    make ``path`` the working directory of the containers that set none (a TrainJob's patch cannot:
+    its command runs there through ``sh``, see :func:`.trainjob.run_in`)."""
+    if manifest.get("kind") == "TrainJob":
+        trainjob.run_in(manifest.setdefault("spec", {}), path)
     for template in pod_templates(manifest):
         spec = template.setdefault("spec", {})
         volumes = spec.setdefault("volumes", [])
@@ -238,6 +241,18 @@ def add_env_default(manifest: Manifest, env: dict[str, str]) -> Manifest:
             added = [{"name": k, "value": v} for k, v in env.items() if k not in names]
             if added:
                 container["env"] = (container.get("env") or []) + added
+    return manifest
+
+
+def set_security(manifest: Manifest, pod: dict[str, Any], container: dict[str, Any]) -> Manifest:
+    """Give every pod ``pod`` as its ``securityContext`` and every container (init containers too)
+    ``container`` as its, where they set none (a TrainJob: in its runtime patch, which may carry both)."""
+    for template in pod_templates(manifest):
+        spec = template.setdefault("spec", {})
+        if pod:
+            spec.setdefault("securityContext", copy.deepcopy(pod))
+        for box in _mounting_containers(manifest, spec) if container else []:
+            box.setdefault("securityContext", copy.deepcopy(container))
     return manifest
 
 

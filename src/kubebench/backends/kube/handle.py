@@ -17,6 +17,7 @@ from ...render import kinds
 from ..base import JobStatus
 from .api import Resource
 from .disruptions import Sightings
+from .kueue import QueueWatch
 from .logs import RunLogs
 from .podgroup import Gang
 from .stuck import Problems
@@ -58,6 +59,8 @@ class KubeJob:
     #: When each pod was first seen disrupted, or a container of it ended (see :mod:`.disruptions`).
     sightings: Sightings = field(default_factory=Sightings)
     problems: Problems = field(default_factory=Problems)
+    #: What its Kueue Workload says while it waits in the queue (see :mod:`.kueue`).
+    queue: QueueWatch = field(default_factory=QueueWatch)
     admitted_at: float | None = None
     succeeded: bool = False
     deleted: bool = False

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ...errors import BackendError, SpecError
 from ...render import gang, kinds
 from ..base import JobStatus
-from . import objects, podgroup, runtimes
+from . import kueue, objects, podgroup, runtimes
 from .api import PODS, Resource, resource_of
 from .config import KubernetesConfig
 from .driver import ClusterDriver
@@ -34,6 +34,8 @@ class OperatorJobs(ClusterDriver[KubeJob]):
         super().__init__(cluster, watches)
         #: (namespace, name) of the TrainingRuntimes made for gang-scheduled TrainJobs (see :mod:`.runtimes`).
         self.made_runtimes: set[tuple[str, str]] = set()
+        #: Kinds whose jobs Kueue let run without waiting in the queue: why (see :mod:`.kueue`).
+        self.unmanaged: dict[Resource, str] = {}
 
     def prepare(self, manifest: dict[str, Any], config: KubernetesConfig) -> None:
         """Kueue manages MPIJobs of ``kubeflow.org/v2beta1`` only."""
@@ -79,14 +81,30 @@ class OperatorJobs(ClusterDriver[KubeJob]):
                                    {EXPERIMENT_LABEL: submission.selector.partition("=")[2]})
             if made is not None:
                 self.made_runtimes.add((handle.namespace, made))
+            if handle.resource in self.unmanaged:
+                raise BackendError(self.unmanaged[handle.resource])
             handle.clock.submitted = time.time()
             created = objects.create(self.cluster.api, handle.resource, handle.namespace, manifest, submission.token)
             handle.uid = created["metadata"].get("uid")
             handle.clock.job(created)
+            self._queued_or_refused(handle, manifest, created)
         except BaseException:
             self.watches.forget(handle)
             raise
         return handle
+
+    def _queued_or_refused(self, handle: KubeJob, manifest: dict[str, Any], created: dict[str, Any]) -> None:
+        """A job given a queue comes back suspended from Kueue's webhook; one that did not is of a kind
+        Kueue does not manage (its integrations): it would run without waiting, so it is deleted and
+        the run fails, as every later one of that kind does at once."""
+        queue = self.cluster.config.queue
+        why = kueue.unmanaged(manifest, created, queue) if queue else None
+        if why is None:
+            return
+        self.unmanaged[handle.resource] = why
+        self.delete(handle, handle.resource, handle.name)
+        handle.deleted = True
+        raise BackendError(why)
 
     def status(self, handle: KubeJob) -> JobStatus:
         """The job's phase from the watch's cache (see ``ClusterDriver.job_status``)."""
