@@ -127,3 +127,16 @@ def test_a_replica_still_running_when_its_job_succeeded_is_read_before_it_goes_a
     assert run.status == "succeeded", run.reason
     assert (output_of(cluster, run) / "worker-1.log").read_text() == "worker 1 started\n"  # read before the delete
     assert run.info["log_warning"] == "worker-1 was still running when the job succeeded: its log ends there"
+
+
+def test_a_stream_opened_after_a_fast_restart_does_not_pass_the_next_instance_for_the_failed_one(
+        cluster: Cluster, run_spec) -> None:
+    # review 2026-12-02 L-C: the kubelet restarts a failed container at once, and a follow request that
+    # arrives after that streams the new instance; the failed one's log is then read as `previous`
+    cluster.api.follow_delay = 1.0
+    cluster.operator.kubelet.backoff_scale = 1.0  # no third instance before the run ends
+    code = ("import os, sys, time; path = os.environ['KUBEBENCH_EXP_OUTPUT_PATH'] + '/starts'; open(path, 'a').write('x'); "
+            "time.sleep(0.5); print('attempt', len(open(path).read()), 'failing', flush=True); sys.exit(3)")
+    (run,) = run_spec(spec(code, kind="TrainJob")).runs
+    assert (run.status, run.exit_code) == ("failed", 3), run.reason
+    assert (output_of(cluster, run) / "node-0.log").read_text() == "attempt 1 failing\n"

@@ -327,7 +327,9 @@ def test_render_of_two_8_gpu_workers_shows_8_processes_per_pod_and_a_launcher_wi
     elif kind == "TrainJob":
         trainer = spec["trainer"]
         assert (trainer["numNodes"], trainer["numProcPerNode"]) == (2, 8)
-        assert trainer["command"] == ["torchrun", "--nproc-per-node=8", *cnn]
+        # run in the spec's folder, which a runtime patch cannot make its working directory
+        assert trainer["command"] == ["sh", "-c", 'cd "$0" && exec "$@"', "/etc/kubebench/spec",
+                                      "torchrun", "--nproc-per-node=8", *cnn]
     else:  # 16 ranks over 2 workers of 8 slots; the launcher runs none and holds no GPU
         assert spec["slotsPerWorker"] == 8 and spec["mpiReplicaSpecs"]["Worker"]["replicas"] == 2
         (launcher,) = spec["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"]

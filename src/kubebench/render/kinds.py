@@ -273,8 +273,10 @@ def set_pod_defaults(manifest: Manifest, fields: dict[str, Any]) -> Manifest:
 
 
 def ensure_deadline(manifest: Manifest, seconds: float) -> Manifest:
-    """Give the job an active deadline where it has none, so that no job can run forever (later
-    than the run's timeout ``seconds``, see :func:`active_deadline`)."""
+    """Give the job an active deadline where it has none (later than the run's timeout ``seconds``,
+    see :func:`active_deadline`), which its operator enforces if the runner dies. Not every operator
+    does so from the job's start: mpi-operator gives it to an MPIJob's launcher only, which may never
+    be created; the Kubernetes backend gives such a job a deadline of its own (``backends.kube.keeper``)."""
     deadline = active_deadline(seconds)
     kind, spec = manifest.get("kind"), manifest.setdefault("spec", {})
     if kind in _REPLICA_FIELDS:

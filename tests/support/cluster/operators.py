@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from .jobpolicy import judge
 from .kubelet import PodSim
+from .store import ApiError
 
 if TYPE_CHECKING:
     from .standin import OperatorStandIn, Tracked
@@ -390,7 +391,7 @@ class JobController(Controller):
     def tick(self, job: "Tracked") -> None:
         spec = job.obj.get("spec") or {}
         if job.finished is not None:
-            return
+            return self._expire(job, spec.get("ttlSecondsAfterFinished"))
         if self.suspended(job):
             if not is_true(job, "Suspended"):
                 self.delete_pods(job, "Running")
@@ -421,10 +422,24 @@ class JobController(Controller):
             set_condition(job, condition("SuccessCriteriaMet", "True", "CompletionsReached", "Reached expected number of succeeded pods"))
             return self.finish(job, "Complete", "CompletionsReached", "Reached expected number of succeeded pods", None)
         active = {p.index for p in pods if p.phase not in ("Failed", "Succeeded") and p.stage != "gone"}
+        parallelism = int(spec.get("parallelism", completions))
         for index in range(completions):
-            if index not in done and index not in active:
+            if index not in done and index not in active and len(active) < parallelism:
                 self._pod(job, index)
+                active.add(index)
         self.s.write_job(job)
+
+    def _expire(self, job: "Tracked", ttl: int | None) -> None:
+        """The TTL-after-finished controller: a finished Job with ``ttlSecondsAfterFinished`` is deleted
+        that long after it finished, in the foreground (``ttlafterfinished_controller.go``); the
+        garbage collector deletes what it owns."""
+        if ttl is None or job.data.get("expired") or time.monotonic() - (job.finished or 0) < ttl:
+            return
+        job.data["expired"] = True
+        try:
+            self.s.store.delete(job.key, job.namespace, job.name, "Foreground")
+        except ApiError:
+            pass
 
     def _pod(self, job: "Tracked", index: int) -> None:
         template = (job.obj.get("spec") or {}).get("template") or {}

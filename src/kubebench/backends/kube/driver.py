@@ -39,16 +39,18 @@ class ClusterDriver(KindDriver[J]):
         if handle.logs is None:
             return []
         try:
-            self.watches.list_pods(handle)  # the final state of every pod
+            pods = self.watches.list_pods(handle)  # the final state of every pod
         except BackendError as e:
             return [f"could not list the pods of {handle.title}: {e}"]
+        left = handle.succeeded and st.unfinished(pods, _name_of(handle), handle.main)
         warnings = handle.logs.finish(list(handle.seen.values()), handle.all_ended)
-        return warnings + (self._left_unfinished(handle) if handle.succeeded else [])
+        return warnings + (self._left_unfinished(handle) if left else [])
 
     def _left_unfinished(self, handle: J) -> list[str]:
         """A job that succeeded on one replica (a PyTorchJob's master, a TFJob's worker 0) may leave
         others running, or still in an init container, once their logs are read (each stream given
-        ``DRAIN_SECONDS`` to end): said on the run, before the job and they are deleted."""
+        ``DRAIN_SECONDS`` to end): said on the run, before the job and they are deleted (the pods
+        are listed again, after the drain)."""
         try:
             pods = self.watches.list_pods(handle)
         except BackendError:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
 
 from ...render import kinds
 from ..base import JobStatus
-from .api import Resource
+from .api import JOBS, Resource
 from .disruptions import Sightings
 from .kueue import QueueWatch
 from .logs import RunLogs
@@ -73,6 +73,8 @@ class KubeJob:
     gang: Gang | None = None
     #: What the run's info should say about it (``gang_warning`` …).
     notes: dict[str, str] = field(default_factory=dict)
+    #: The batch Job holding the job's deadline of kubebench's own, when it has one (see :mod:`.keeper`).
+    keeper: str | None = None
 
     @property
     def title(self) -> str:
@@ -80,8 +82,8 @@ class KubeJob:
         return f"{self.resource.kind} {self.namespace}/{self.name}"
 
     def objects(self) -> list[tuple[Resource, str]]:
-        """What the run created on the cluster, in the order it is deleted: here the job."""
-        return [(self.resource, self.name)]
+        """What the run created on the cluster, in the order it is deleted: here the job (and its keeper)."""
+        return [(self.resource, self.name)] + ([(JOBS, self.keeper)] if self.keeper else [])
 
     @property
     def all_ended(self) -> bool:
