@@ -26,6 +26,9 @@ log = logging.getLogger("kubebench")
 #: (a TrainJob's JobSet defaults its pods to ``restartPolicy: OnFailure``, six retries): the first
 #: failure is the run's.
 RESTARTED_IN_PLACE = frozenset({"TrainJob"})
+#: Kinds whose operator ends the job when one replica succeeds (the master; a TFJob's worker 0), the
+#: others running or not started yet (training-operator v1.9, ``UpdateJobStatus``).
+SUCCEEDS_ON_ONE = frozenset({"PyTorchJob", "TFJob", "XGBoostJob"})
 
 
 class ClusterDriver(KindDriver[J]):
@@ -42,7 +45,8 @@ class ClusterDriver(KindDriver[J]):
             pods = self.watches.list_pods(handle)  # the final state of every pod
         except BackendError as e:
             return [f"could not list the pods of {handle.title}: {e}"]
-        left = handle.succeeded and st.unfinished(pods, _name_of(handle), handle.main)
+        left = handle.succeeded and handle.resource.kind in SUCCEEDS_ON_ONE and st.unfinished(pods, _name_of(handle),
+                                                                                                handle.main)
         warnings = handle.logs.finish(list(handle.seen.values()), handle.all_ended)
         return warnings + (self._left_unfinished(handle) if left else [])
 

@@ -34,8 +34,10 @@ class OperatorJobs(ClusterDriver[KubeJob]):
         super().__init__(cluster, watches)
         #: (namespace, name) of the TrainingRuntimes made for gang-scheduled TrainJobs (see :mod:`.runtimes`).
         self.made_runtimes: set[tuple[str, str]] = set()
-        #: Kinds whose jobs Kueue let run without waiting in the queue: why (see :mod:`.kueue`).
+        #: Kinds whose jobs Kueue let run without waiting in the queue: why (see :mod:`.kueue`); and
+        #: those it held, as it should.
         self.unmanaged: dict[Resource, str] = {}
+        self.managed: set[Resource] = set()
 
     def prepare(self, manifest: dict[str, Any], config: KubernetesConfig) -> None:
         """Kueue manages MPIJobs of ``kubeflow.org/v2beta1`` only."""
@@ -118,6 +120,9 @@ class OperatorJobs(ClusterDriver[KubeJob]):
         queue = self.cluster.config.queue
         why = kueue.unmanaged(manifest, created, queue) if queue else None
         if why is None:
+            if queue and handle.resource not in self.managed:
+                self.managed.add(handle.resource)
+                log.info("Kueue manages %s: its job came back suspended, waiting in queue %s", handle.resource.kind, queue)
             return
         self.unmanaged[handle.resource] = why
         self.delete(handle, handle.resource, handle.name)
