@@ -17,7 +17,8 @@ processes, with the states, restarts and logs a real kubelet reports.
   so does a ConfigMap volume whose ConfigMap is not there; a ConfigMap's files are written read-only
   into a folder of the pod, which stands for its mount path in the containers mounting it;
 - a container's ``workingDir`` is where its process runs (else the image's: the stand-in's ``workdir``);
-- containers: init containers one after the other, then the others; a container that fails under
+- containers: init containers one after the other, then the others (an operator's container the
+  stand-in plays instead of running, ``init-pytorch``, runs until ``OperatorStandIn.waiter`` says how it ended); a container that fails under
   ``restartPolicy: OnFailure`` starts again with ``restartCount`` + 1 and its ``lastState`` (at once
   the first time, then after a ``CrashLoopBackOff`` of 10 s doubling, times ``backoff_scale``); each
   instance logs to its own file;

@@ -5,7 +5,10 @@ Sources (read at the tags named; see docs/kubernetes-conformance.md for the tabl
 - training-operator v1 (PyTorchJob, TFJob, JAXJob, XGBoostJob, MPIJob v1): ``pkg/controller.v1/common/job.go`` (backoff
   limit and deadline: ≤ v1.9.3 deletes every pod before it marks the job Failed, v1.9.4 marks it
   Failed first and then honours cleanPodPolicy; suspend deletes the pods; resume resets startTime),
-  ``pkg/controller.v1/<kind>/…_controller.go`` (Failed when a Never replica fails), ``envvar.go`` and
+  ``pkg/controller.v1/<kind>/…_controller.go`` (Failed when a Never replica fails; a PyTorchJob succeeds with
+  its master), ``pytorch/initcontainer.go`` (the workers' ``init-pytorch``, played by the stand-in: it waits
+  for the master to be Ready), ``control/pod_control.go`` (a refused pod: ``FailedCreatePod`` on the job),
+  ``envvar.go`` and
   ``master.go`` (MASTER_ADDR/PORT and PET_MASTER_ADDR/PORT, WORLD_SIZE = replicas × nprocPerNode when
   that is a number, RANK, PET_NODE_RANK, PET_NNODES, PET_NPROC_PER_NODE, PYTHONUNBUFFERED), ``jax/envvar.go``
   (COORDINATOR_ADDRESS/PORT, NUM_PROCESSES, PROCESS_ID), ``xgboost/xgboost.go`` (MASTER_*, WORLD_SIZE,
@@ -13,11 +16,14 @@ Sources (read at the tags named; see docs/kubernetes-conformance.md for the tabl
   (a JAXJob succeeds with all its workers, an XGBoostJob with its master), ``pod.go`` (the
   SetPodTemplateRestartPolicy warning, pod names and labels; a deleted pod is created again).
 - mpi-operator v0.8 (MPIJob v2beta1): ``v2beta1/default.go`` (launcher OnFailure, AtStartup,
-  cleanPodPolicy None), ``mpi_job_controller.go`` (workers as pods, the launcher as a batch Job
-  taking runPolicy's backoffLimit and deadline, WaitForWorkersReady, the Failed reason from the
-  launcher Job, cleanPodPolicy on workers, suspend).
-- the Job controller (batch/v1 Indexed): replacement pods up to backoffLimit, DeadlineExceeded from
-  status.startTime, suspend deletes active pods.
+  cleanPodPolicy None), ``mpi_job_controller.go`` (workers as pods, a refused one an ``MPIJobFailed``
+  event; the launcher as a batch Job taking runPolicy's backoffLimit and deadline, so no deadline before
+  it exists; WaitForWorkersReady, the Failed reason from the launcher Job, cleanPodPolicy on workers,
+  suspend).
+- the Job controller (batch/v1 Indexed): at most ``parallelism`` active pods, replacement pods until
+  more than backoffLimit failed or the restarts reach it, DeadlineExceeded from status.startTime (set
+  with or without pods), suspend deletes active pods; the TTL-after-finished controller deletes a
+  finished Job with ``ttlSecondsAfterFinished`` in the foreground.
 - Trainer v2 + JobSet (TrainJob): :mod:`.trainer`.
 """
 

@@ -1,5 +1,6 @@
 """The PodSecurity ``restricted`` profile (Kubernetes Pod Security Standards, latest), as the API
-server's ``pod-security-admission`` checks a pod spec: ``staging/src/k8s.io/pod-security-admission/policy``."""
+server's ``pod-security-admission`` checks a pod spec: ``staging/src/k8s.io/pod-security-admission/policy``;
+the store refuses a pod that breaks it in a namespace labelled to enforce it (:func:`refusal`)."""
 
 from __future__ import annotations
 

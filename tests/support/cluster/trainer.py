@@ -1,6 +1,10 @@
 """Kubeflow Trainer v2 with JobSet, as the stand-in plays it (``version`` 2.1 … 2.3): a TrainJob's
 JobSet and its node pods, the nodes' environment from the runtime's ML policy, and the TrainJob
-validating webhook. Sources (kubeflow/trainer at v2.1.0, v2.2.0, v2.3.0; kubernetes-sigs/jobset v0.12):
+validating webhook, against the ClusterTrainingRuntime objects in the store (``install_runtimes`` makes
+the release's built-in ones, as its ``runtimes`` overlay does; the fixture calls it unless a test asks for
+a Trainer without them); the JobSet's child Job ``<job>-node-0``, which owns the node pods and gets the
+Job controller's FailedCreate when one is refused. Sources (kubeflow/trainer at v2.1.0, v2.2.0, v2.3.0;
+kubernetes-sigs/jobset v0.12):
 the plugins ``pkg/runtime/framework/plugins/{torch,jax,xgboost}/*.go``, ``pkg/webhooks/trainjob_webhook.go``
 and ``pkg/runtime/core/clustertrainingruntime.go``, ``manifests/base/runtimes/``, the JobSet webhook's
 restartPolicy OnFailure (``jobset_webhook.go``) with the batch default backoffLimit 6, FailedJobs /
