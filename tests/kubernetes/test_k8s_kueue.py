@@ -83,9 +83,9 @@ def test_a_queue_that_does_not_exist_fails_the_run_with_kueues_reason(cluster: C
 @pytest.mark.cluster(kueue=1)
 def test_a_job_waiting_for_quota_says_why_when_it_times_out(cluster: Cluster, run_spec) -> None:
     cluster.operator.kueue.capacity = 0  # taken by others: it would be admitted later
-    (run,) = run_spec(spec("Job", backend=", queue_timeout: 7s")).runs
+    (run,) = run_spec(spec("Job", backend=", queue_timeout: 3s")).runs
     assert run.status == "timeout"
-    assert run.reason.startswith("still queued after 7s: waiting in queue team-a: Pending: couldn't assign flavors to "
+    assert run.reason.startswith("still queued after 3s: waiting in queue team-a: Pending: couldn't assign flavors to "
                                  "pod set main: insufficient unused quota"), run.reason
 
 

@@ -92,6 +92,7 @@ class OperatorJobs(ClusterDriver[KubeJob]):
             handle.clock.job(created)
             self._queued_or_refused(handle, manifest, created)
         except BaseException:
+            self._drop_keeper(handle, "Background")  # its job was not made, or is gone
             self.watches.forget(handle)
             raise
         return handle

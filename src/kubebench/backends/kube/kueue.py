@@ -54,8 +54,9 @@ UNCONFIGURED = ("batch/job",)
 NEVER_REASONS = frozenset({"Inadmissible", "Misconfigured", "ExceedsMaxQuota", "NoMatchingFlavor"})
 #: What the scheduler's message says of a workload that never fits, under the default reason ``Pending``.
 NEVER_MESSAGES = ("> maximum capacity", "unavailable in ClusterQueue", "doesn't exist")
-#: Seconds between two reads of a queued job's Workload.
-READ_EVERY = 5.0
+#: Seconds between two reads of a queued job's Workload (each second at first: Kueue says at once
+#: why a new workload cannot be admitted).
+READ_EVERY, READ_FIRST, FIRST_READS = 5.0, 1.0, 5
 
 
 def framework_of(manifest: dict[str, Any]) -> str | None:
@@ -137,13 +138,15 @@ class QueueWatch:
     never_since: float | None = None
     never: str = ""
     missing: bool = False  # kubebench may not read Workloads (or Kueue has none)
+    reads: int = 0
 
     def update(self, api: Api, workloads: Resource | None, namespace: str, uid: str) -> None:
         """Read the job's Workload again when it is due."""
         now = time.monotonic()
-        if workloads is None or self.missing or now - self.read_at < READ_EVERY:
+        every = READ_FIRST if self.reads < FIRST_READS else READ_EVERY
+        if workloads is None or self.missing or now - self.read_at < every:
             return
-        self.read_at = now
+        self.read_at, self.reads = now, self.reads + 1
         try:
             items = api.list(workloads, namespace, f"{JOB_UID_LABEL}={uid}").get("items") or []
         except BackendError:

@@ -113,8 +113,8 @@ class StuckCheck:
         if kind not in ("starting", "no pods", "missing pods"):
             return text
         if kind == "starting":
-            pod = next(p for p in pods if p["metadata"]["name"] == pod_name)
-            why = _describe(self.api.events(namespace, pod["metadata"].get("uid", "")))
+            uid = next(p for p in pods if p["metadata"]["name"] == pod_name)["metadata"].get("uid", "")
+            why = _describe(self.api.events(namespace, uid) if uid else [])
             return f"{text}: {why}" if why else None
         if kind == "no pods" and self._list_pods() or kind == "missing pods" and len(self._list_pods()) >= self._expected:
             return None  # the watch lagged behind
