@@ -7,7 +7,7 @@ TORCH ?= torch==2.13.0
 # Debian packages the test suite runs for real (servers, browser, MPI); `make test` installs them.
 DEBIAN_PACKAGES ?= postgresql prometheus prometheus-pushgateway chromium openmpi-bin libopenmpi-dev
 
-.PHONY: setup setup-dev deps-debian demo check test test-tensorflow mutation bench bench-store bench-cnn clean
+.PHONY: setup setup-dev deps-debian demo check test test-tensorflow test-kind mutation bench bench-store bench-cnn clean
 
 # `setup`: what the demo needs (the package and PyTorch); `setup-dev`: the Debian packages and the
 # test extras on top (mpi4py compiles against Debian's Open MPI, so those come first).
@@ -94,6 +94,12 @@ test: setup-dev deps-debian $(VENV)/.tensorflow $(VENV)/.jax-xgboost $(LLM_TOOLS
 # Only the tests that need TensorFlow (`make test` runs them too).
 test-tensorflow: $(VENV)/.tensorflow
 	$(PY) -m pytest -m tensorflow
+
+# The Kubernetes checks against real operators, for whoever has Docker: a kind cluster with
+# training-operator, mpi-operator, Trainer (and its runtimes) and Kueue at pinned versions, then
+# tests/kubernetes/test_k8s_real_cluster.py (docs/kubernetes-kind.md; 10–20 minutes the first time).
+test-kind: setup-dev
+	PYTHON=$(PY) sh tests/kubernetes/kind.sh $(PYTEST_ARGS)
 
 # Mutation testing of the core modules (mutmut, configured in pyproject.toml; not in CI: tens of
 # minutes). The survivors are listed in docs/mutation.md; `$(VENV)/bin/mutmut results` lists them again.

@@ -11,17 +11,23 @@ stand-in "running" each job for a fixed time without a process (so that only kub
    read the watch's cache.
 2. Overhead per run: N runs one after another; per run, kubebench's wall time minus the time the
    job existed on the "cluster" (from its creation to its completion as the stand-in saw them).
+3. Log following at scale (``--workers``): every container of every pod is followed by a thread of its
+   own, over its own HTTP connection, into its own open file, for as long as it runs. The peak number
+   of log streams of N concurrent jobs of W pods each, and the runner's soft limit of open files
+   (``RLIMIT_NOFILE``) that they count against (two descriptors each: the socket and the file).
 
-    .venv/bin/python bench/k8s_api_calls.py [--jobs 100] [--job-seconds 5] [--runs 30] [--rounds 3]
+    .venv/bin/python bench/k8s_api_calls.py [--jobs 100] [--job-seconds 5] [--runs 30] [--rounds 3] [--workers 8]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -38,7 +44,7 @@ from kubebench.spec.load import load_spec  # noqa: E402
 from kubebench.store.store import open_store  # noqa: E402
 
 SPEC = """name: k8s-bench
-job: {kind: Job, command: [run-benchmark]}
+job: {kind: Job, command: [run-benchmark], workers: %d}
 repeats: %d
 parallelism: %d
 timeout: 10m
@@ -61,8 +67,9 @@ def category(request) -> str:
     return {"POST": "create", "DELETE": "delete"}.get(request.method, "list" if request.path.endswith("s") else "get")
 
 
-def experiment(folder: Path, runs: int, parallelism: int, job_seconds: float, name: str) -> dict:
-    """Run one experiment against a fresh emulator; its request counts and timings."""
+def experiment(folder: Path, runs: int, parallelism: int, job_seconds: float, name: str, workers: int = 1) -> dict:
+    """Run one experiment against a fresh emulator; its request counts and timings, and the most log
+    streams that were open at once (each a ``kubebench-log-…`` thread)."""
     emulator = Emulator().start()
     emulator.namespace("bench")
     home = folder / name
@@ -79,8 +86,16 @@ def experiment(folder: Path, runs: int, parallelism: int, job_seconds: float, na
         return status(self, handle)
 
     KubernetesBackend.status = counted
+    peak, done = [0], threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.05):
+            peak[0] = max(peak[0], sum(t.name.startswith("kubebench-log-") for t in threading.enumerate()))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
     try:
-        (folder / "spec.yaml").write_text(SPEC % (runs, parallelism))
+        (folder / "spec.yaml").write_text(SPEC % (workers, runs, parallelism))
         config = settings(home=home)
         store = open_store(config.store_url)
         plan = plan_experiment(load_spec(folder / "spec.yaml"), config, name)
@@ -93,8 +108,10 @@ def experiment(folder: Path, runs: int, parallelism: int, job_seconds: float, na
         calls = Counter(category(r) for r in emulator.requests)
         active = [end - start for start, end in operator.timings.values()]
         return {"calls": calls, "wall": wall, "active": active, "checks": checks["status"],
-                "max_active": operator.max_active}
+                "max_active": operator.max_active, "streams": peak[0]}
     finally:
+        done.set()
+        sampler.join()
         KubernetesBackend.status = status
         operator.stop()
         emulator.stop()
@@ -114,6 +131,7 @@ def main() -> None:
     parser.add_argument("--job-seconds", type=float, default=5.0)
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=0, help="also measure log streams of jobs of this many pods")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="kubebench-k8s-bench-") as tmp:
         folder = Path(tmp)
@@ -139,6 +157,17 @@ def main() -> None:
         print(f"overhead per run, one after another (median of {args.rounds} rounds of {args.runs} runs, a "
               f"1-replica batch Job each): {overhead * 1000:.1f} ms (kubebench's wall time {per_run * 1000:.1f} ms "
               f"per run, of which the job existed on the cluster {active * 1000:.1f} ms)")
+        if args.workers:
+            report_streams(experiment(folder, args.jobs, args.jobs, args.job_seconds, "streams", args.workers),
+                           args.jobs, args.workers)
+
+
+def report_streams(result: dict, jobs: int, workers: int) -> None:
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    streams = result["streams"]
+    print(f"log streams of {jobs} concurrent jobs of {workers} pods: at most {streams} open at once (one thread, one "
+          f"connection and one open file each: about {2 * streams} file descriptors); this runner's soft limit of "
+          f"open files is {soft}")
 
 
 if __name__ == "__main__":

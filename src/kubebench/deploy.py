@@ -221,7 +221,8 @@ def _rules() -> list[dict[str, Any]]:
               {"apiGroups": [""], "resources": ["persistentvolumeclaims"], "verbs": ["get"]},
               # a runner without the spec ConfigMap ships its spec's folder itself (backend.ship_spec)
               {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "delete"]},
-              {"apiGroups": ["kueue.x-k8s.io"], "resources": ["localqueues"], "verbs": ["get"]}]
+              # a queued job's Workload says why it waits (backends/kube/kueue.py)
+              {"apiGroups": ["kueue.x-k8s.io"], "resources": ["localqueues", "workloads"], "verbs": ["get", "list"]}]
     return rules
 
 

@@ -14,7 +14,7 @@ import pytest
 from support.cluster import core_schemas
 from support.cluster.cluster import NAMESPACE, Cluster, Ran
 from support.cluster.emulator import Emulator
-from support.cluster.kueue import Kueue
+from support.cluster.kueue import DEFAULT_FRAMEWORKS, Kueue
 from support.cluster.schemas import CRD_FILES, CRDS, crds_available, field_check, prune
 from support.cluster.standin import CLAIMS, OperatorStandIn
 
@@ -28,7 +28,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "cluster(**options): options of the emulated cluster: training_operator "
                                        "('1.9.3', '1.9.4'), trainer ('2.1', '2.3'), kueue (capacity), kubernetes "
                                        "(the API server's minor version, '1.31' … the newest schemas), gang (the training operator's "
-                                       "--gang-scheduler-name and that scheduler: 'volcano', 'scheduler-plugins')")
+                                       "--gang-scheduler-name and that scheduler: 'volcano', 'scheduler-plugins'), "
+                                       "kueue_frameworks (Kueue's integrations.frameworks; default: v0.19.2's), "
+                                       "kueue_quota (resource → quota of its ClusterQueue), trainer_runtimes "
+                                       "(False: Trainer without its runtimes)")
 
 
 def _checkers(trainer: str = "2.3") -> dict:
@@ -73,11 +76,17 @@ def cluster(emulator: Emulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "kubebench"},
         "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "1Gi"}}}})
     options = _options(request)
-    kueue = Kueue(options["kueue"]) if options.get("kueue") else None
+    kueue = None
+    if options.get("kueue"):
+        kueue = Kueue(options["kueue"], options.get("kueue_frameworks", DEFAULT_FRAMEWORKS), options.get("kueue_quota"))
     operator = OperatorStandIn(emulator, home, tmp_path, tmp_path / "node-logs", kueue=kueue,
                                training_operator=options.get("training_operator", "1.9.4"),
                                gang_scheduler=options.get("gang"),
                                trainer=options.get("trainer", "2.3")).start()
+    if kueue is not None:
+        kueue.install(operator)
+    if options.get("trainer_runtimes", True):  # Trainer's runtimes overlay (or the chart's runtimes.*.enabled)
+        operator.trainer.install_runtimes()
     yield Cluster(emulator, operator, home, kubeconfig)
     operator.stop()
     assert all(p.poll() is not None for p in operator.processes())

@@ -40,8 +40,16 @@ def jobs_left(cluster: Cluster, plural: str = "pytorchjobs", group: str = "kubef
     return cluster.api.store.list((group, version, plural), cluster.namespace)[0]
 
 
+#: Every rank waits for the other before it reports, as a rendezvous does: the master must stay up until
+#: its worker left init-pytorch (training-operator ends the job when the master succeeds).
+BARRIER = ("import os, time, kubebench; out = os.environ['KUBEBENCH_EXP_OUTPUT_PATH']; "
+           "open(out + '/up-' + os.environ['RANK'], 'w').close(); "
+           "[time.sleep(0.05) for _ in range(600) if len([f for f in os.listdir(out) if f.startswith('up-')]) < 2]; "
+           "print('rank', os.environ['RANK']); kubebench.report(v=1)")
+
+
 def test_pytorchjob_succeeds_with_logs_per_replica_and_is_deleted(cluster: Cluster, run_spec) -> None:
-    ran = run_spec(spec())
+    ran = run_spec(spec(code=BARRIER))
     (run,) = ran.runs
     assert (run.status, workload_metrics(run.metrics), run.exit_code) == ("succeeded", {"v": 1.0}, 0), (run.reason, run.info)
     output = cluster.home / "experiments" / "exp-1" / run.run_id / "output"

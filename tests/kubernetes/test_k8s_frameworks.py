@@ -85,11 +85,45 @@ def test_each_replica_gets_what_its_operator_injects_and_locally_the_same(cluste
 
 @pytest.mark.cluster(trainer="2.1")
 def test_trainer_before_2_2_has_no_jax_runtime_and_refuses_the_trainjob(cluster: Cluster, run_spec) -> None:
-    (run,) = run_spec(spec("TrainJob", "runtime: jax-distributed", json.dumps(["python", "-c", ENV]))).runs
-    assert run.status == "failed" and "HTTP 403 Forbidden: admission webhook" in run.reason
-    assert 'clustertrainingruntimes.trainer.kubeflow.org "jax-distributed" not found' in run.reason
-    assert "must be created before the TrainJob is created" in run.reason
-    assert cluster.api.store.list(("trainer.kubeflow.org", "v1alpha1", "trainjobs"), cluster.namespace)[0] == []
+    from support.cluster.emulator import ApiError
+
+    from kubebench.errors import PreflightError
+
+    with pytest.raises(PreflightError, match="ClusterTrainingRuntime 'jax-distributed' not found: every TrainJob runs "
+                                             "on a runtime"):
+        run_spec(spec("TrainJob", "runtime: jax-distributed", json.dumps(["python", "-c", ENV])))
+    assert cluster.api.count("POST", "trainjobs") == 0  # one clear error before any job, not a failed run each
+    body = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": "mine"},
+            "spec": {"runtimeRef": {"name": "jax-distributed"}, "trainer": {"numNodes": 1, "image": "i"}}}
+    with pytest.raises(ApiError) as refused:  # and Trainer's webhook refuses it, as it does
+        cluster.api.store.create(("trainer.kubeflow.org", "v1alpha1", "trainjobs"), cluster.namespace, body)
+    assert refused.value.code == 403 and "admission webhook" in refused.value.message
+    assert 'clustertrainingruntimes.trainer.kubeflow.org "jax-distributed" not found' in refused.value.message
+    assert "must be created before the TrainJob is created" in refused.value.message
+
+
+@pytest.mark.cluster(trainer_runtimes=False)
+def test_a_trainjob_before_any_runtime_is_installed_stops_the_run_saying_how_to_install_them(
+        cluster: Cluster, run_spec, tmp_path) -> None:
+    # Trainer's Helm chart (runtimes.torchDistributed.enabled: false) and its manager overlay install no
+    # runtime: every TrainJob is refused by its webhook
+    from typer.testing import CliRunner
+
+    from kubebench.cli import app
+    from kubebench.errors import PreflightError
+
+    text = spec("TrainJob", "", json.dumps(["python", "-c", ENV]))
+    with pytest.raises(PreflightError, match=r"ClusterTrainingRuntime 'torch-distributed' not found.*"
+                                             r"manifests/overlays/runtimes\?ref=v2.3.0.*runtimes.torchDistributed.enabled=true"):
+        run_spec(text)
+    assert cluster.api.count("POST", "trainjobs") == 0
+    (tmp_path / "doctor.yaml").write_text(textwrap.dedent(text))
+    out = " ".join(CliRunner().invoke(app, ["doctor", str(tmp_path / "doctor.yaml")]).output.split())
+    assert "FAIL TrainJob runtime ClusterTrainingRuntime torch-distributed: ClusterTrainingRuntime 'torch-distributed' " \
+           "not found" in out
+    cluster.operator.trainer.install_runtimes(("torch-distributed",))
+    out = " ".join(CliRunner().invoke(app, ["doctor", str(tmp_path / "doctor.yaml")]).output.split())
+    assert "ok TrainJob runtime ClusterTrainingRuntime torch-distributed: found" in out
 
 
 def test_an_xgboost_trainjob_that_sets_the_runtimes_variables_is_refused_by_trainers_webhook(cluster: Cluster) -> None:

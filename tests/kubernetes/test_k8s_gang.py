@@ -100,15 +100,14 @@ def test_a_gang_scheduled_trainjob_runs_on_a_runtime_made_from_the_default_one(c
 
     from kubebench.backends.kube.api import Api
     from kubebench.backends.kube.config import KubernetesConfig
-    from kubebench.backends.kube.runtimes import CLUSTER_TRAINING_RUNTIMES, TRAINING_RUNTIMES, ensure
+    from kubebench.backends.kube.runtimes import ensure
     from kubebench.errors import BackendError
     from kubebench.render.gang import GangShape, apply
     from kubebench.render.kinds import build_manifest
     from kubebench.render.pods import JobShape
 
     store = cluster.api.store
-    for res in (TRAINING_RUNTIMES, CLUSTER_TRAINING_RUNTIMES):
-        store.kinds[(res.group, res.version, res.plural)] = res.kind
+    store.delete((TRAINER, "v1alpha1", "clustertrainingruntimes"), "", "torch-distributed")  # a cluster without it
     manifest = build_manifest(JobShape("TrainJob", 2, "img", ("python", "train.py"), (), ()), "kb-1", {}, 60)
     apply(manifest, GangShape("scheduler-plugins", priority_class="high", schedule_timeout=90), None, "exp-1")
     assert manifest["spec"]["runtimeRef"] == {"apiGroup": TRAINER, "kind": "TrainingRuntime",

@@ -103,3 +103,40 @@ def test_the_failed_instance_of_a_restarted_container_is_the_replicas_log(cluste
     (run,) = run_spec(spec(code, kind=kind)).runs
     assert (run.status, run.exit_code) == ("failed", 3)
     assert "failing on purpose" in (output_of(cluster, run) / "node-0.log").read_text()
+
+
+def test_a_pytorchjob_that_succeeds_on_its_master_alone_says_its_workers_never_ran(cluster: Cluster, run_spec) -> None:
+    # review 2026-12-02 M-G: the operator's init-pytorch keeps a worker waiting until the master's address
+    # resolves, which it does only while the master is Ready; a master that ends at once makes the job
+    # Succeeded (on its master alone) before any worker ran
+    text = spec("", workers=2).replace('[python, -c, ""]', "[sh, -c, 'echo KUBEBENCH_METRIC v=1']")
+    (run,) = run_spec(text).runs
+    assert run.status == "succeeded", run.reason
+    assert sorted(p.name for p in output_of(cluster, run).glob("*.log")) == ["master-0.log"]
+    assert run.info["log_warning"] == ("worker-0 never ran: its init container init-pytorch had not finished when "
+                                       "the job succeeded")
+
+
+def test_a_replica_still_running_when_its_job_succeeded_is_read_before_it_goes_and_said(
+        cluster: Cluster, run_spec, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a TFJob succeeds with its worker 0 (the chief); worker 1 runs on past the drain
+    monkeypatch.setattr("kubebench.backends.kube.logs.DRAIN_SECONDS", 1.0)
+    code = ("import json, os, time, kubebench; index = json.loads(os.environ['TF_CONFIG'])['task']['index']; "
+            "print('worker', index, 'started', flush=True); index == 0 or time.sleep(40); kubebench.report(v=1)")
+    (run,) = run_spec(spec(code, kind="TFJob", workers=2)).runs
+    assert run.status == "succeeded", run.reason
+    assert (output_of(cluster, run) / "worker-1.log").read_text() == "worker 1 started\n"  # read before the delete
+    assert run.info["log_warning"] == "worker-1 was still running when the job succeeded: its log ends there"
+
+
+def test_a_stream_opened_after_a_fast_restart_does_not_pass_the_next_instance_for_the_failed_one(
+        cluster: Cluster, run_spec) -> None:
+    # review 2026-12-02 L-C: the kubelet restarts a failed container at once, and a follow request that
+    # arrives after that streams the new instance; the failed one's log is then read as `previous`
+    cluster.api.follow_delay = 1.0
+    cluster.operator.kubelet.backoff_scale = 1.0  # no third instance before the run ends
+    code = ("import os, sys, time; path = os.environ['KUBEBENCH_EXP_OUTPUT_PATH'] + '/starts'; open(path, 'a').write('x'); "
+            "time.sleep(0.5); print('attempt', len(open(path).read()), 'failing', flush=True); sys.exit(3)")
+    (run,) = run_spec(spec(code, kind="TrainJob")).runs
+    assert (run.status, run.exit_code) == ("failed", 3), run.reason
+    assert (output_of(cluster, run) / "node-0.log").read_text() == "attempt 1 failing\n"

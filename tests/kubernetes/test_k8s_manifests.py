@@ -98,6 +98,52 @@ def test_every_pod_gets_the_claim_the_account_and_the_scheduling(tmp_path: Path,
         assert claim_mounts(container) == run_folders(manifest)
 
 
+@pytest.mark.parametrize(("kind", "extra"), CASES)
+def test_every_pod_passes_podsecurity_restricted_unless_told_otherwise(tmp_path: Path, kind: str, extra: str) -> None:
+    # review 2026-12-02 M-H: in a namespace enforcing restricted (OpenShift, hardened clusters) no pod ran
+    from support.cluster.podsecurity import violations
+
+    manifest = rendered(tmp_path, shorthand(kind, 2, extra), backend_for(extra))
+    for spec in pod_specs(manifest):
+        if kind == "TrainJob":  # the runtime patch: what it carries goes onto the runtime's node pod
+            spec = {**spec, "containers": [{**c, "name": "node"} for c in spec["containers"]]}
+        assert violations(spec) == [], spec
+        assert spec["securityContext"] == {"runAsNonRoot": True, "runAsUser": 1000, "seccompProfile": {"type": "RuntimeDefault"}}
+    assert errors_of(manifest) == []  # valid in every CRD, the TrainJob's runtime patch included
+    unrestricted = backend_for(extra) + "  pod_security_context: {runAsUser: 0}\n  container_security_context: {}\n"
+    manifest = rendered(tmp_path, shorthand(kind, 2, extra), unrestricted)
+    assert all(spec["securityContext"] == {"runAsUser": 0} for spec in pod_specs(manifest))
+    assert all("securityContext" not in c for c in containers_of(manifest))
+
+
+def test_a_templates_own_security_context_is_kept(tmp_path: Path) -> None:
+    (tmp_path / "job.yaml.j2").write_text(textwrap.dedent("""
+        apiVersion: batch/v1
+        kind: Job
+        spec:
+          template:
+            spec:
+              securityContext: {runAsUser: 2000, runAsNonRoot: true}
+              restartPolicy: Never
+              containers:
+                - {name: main, image: busybox, command: [sleep, "1"], securityContext: {readOnlyRootFilesystem: true}}
+        """))
+    manifest = rendered(tmp_path, "name: b\njob: {template: job.yaml.j2}\n")
+    (spec,) = pod_specs(manifest)
+    assert spec["securityContext"] == {"runAsUser": 2000, "runAsNonRoot": True}
+    assert spec["containers"][0]["securityContext"] == {"readOnlyRootFilesystem": True}
+
+
+def test_doctors_probe_pod_passes_podsecurity_restricted() -> None:
+    from support.cluster.podsecurity import violations
+
+    from kubebench.backends.kube.config import KubernetesConfig
+    from kubebench.backends.kube.preflight import probe_job
+
+    job = probe_job(KubernetesConfig(), "abc", ".kubebench-doctor-abc", "busybox:1.36")
+    assert violations(job["spec"]["template"]["spec"]) == []
+
+
 def claim_mounts(container: dict) -> list[tuple[str, str]]:
     return [(m["mountPath"], m.get("subPath", "")) for m in container["volumeMounts"] if m["name"] == "kubebench-storage"]
 
@@ -282,7 +328,9 @@ def test_render_of_two_8_gpu_workers_shows_8_processes_per_pod_and_a_launcher_wi
     elif kind == "TrainJob":
         trainer = spec["trainer"]
         assert (trainer["numNodes"], trainer["numProcPerNode"]) == (2, 8)
-        assert trainer["command"] == ["torchrun", "--nproc-per-node=8", *cnn]
+        # run in the spec's folder, which a runtime patch cannot make its working directory
+        assert trainer["command"] == ["sh", "-c", 'cd "$0" && exec "$@"', "/etc/kubebench/spec",
+                                      "torchrun", "--nproc-per-node=8", *cnn]
     else:  # 16 ranks over 2 workers of 8 slots; the launcher runs none and holds no GPU
         assert spec["slotsPerWorker"] == 8 and spec["mpiReplicaSpecs"]["Worker"]["replicas"] == 2
         (launcher,) = spec["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"]

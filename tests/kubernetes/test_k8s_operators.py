@@ -13,6 +13,7 @@ import pytest
 import yaml
 from support.cluster.cluster import Cluster
 from support.cluster.emulator import ApiError
+from support.cluster.kueue import DEFAULT_FRAMEWORKS
 from support.timing import wait_for
 
 PODS = ("", "v1", "pods")
@@ -96,6 +97,29 @@ def test_a_failed_replica_keeps_its_exit_code_and_log_on_training_operator_1_9_3
     assert (output_of(cluster, run) / "master-0.log").read_text().startswith("rank 0 says bye")
 
 
+@pytest.mark.cluster(training_operator="1.9.3")
+@pytest.mark.parametrize(("limit", "kept"), [(3, True), (0, False)])
+def test_training_operator_1_9_3_deletes_every_pod_only_once_past_its_backoff_limit(cluster: Cluster, limit: int,
+                                                                                    kept: bool) -> None:
+    # review 2026-12-02 row 4: the delete-all path needs previousRetry + 1 > backoffLimit, not just a backoffLimit
+    def replica(code: str) -> dict:
+        return {"replicas": 1, "restartPolicy": "Never", "template": {"spec": {"containers": [
+            {"name": "pytorch", "image": "python:3.11-slim", "command": ["python", "-c", code]}]}}}
+
+    cluster.api.store.create(("kubeflow.org", "v1", "pytorchjobs"), cluster.namespace, {
+        "apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "bo"},
+        "spec": {"runPolicy": {"backoffLimit": limit}, "pytorchReplicaSpecs": {
+            "Master": replica("import time; time.sleep(30)"), "Worker": replica("raise SystemExit(3)")}}})
+    job = wait_for(lambda: next((j for j in [cluster.operator.jobs.get((cluster.namespace, "bo"))]
+                                 if j is not None and j.finished is not None), None), timeout=30)
+    assert [c["reason"] for c in job.conditions if c["type"] == "Failed"] == ["PyTorchJobFailed"]
+    message = next(c["message"] for c in job.conditions if c["type"] == "Failed")
+    assert message == ("PyTorchJob bo is failed because 1 Worker replica(s) failed." if kept
+                       else "Job bo has failed because it has reached the specified backoff limit")
+    time.sleep(0.5)
+    assert bool(cluster.api.store.find(PODS, cluster.namespace, "bo-master-0")) == kept
+
+
 # --- HIGH-3: MPIJob v2beta1 -----------------------------------------------------------------------------
 
 REPORT = "import kubebench; print('ranks done', flush=True); kubebench.report(v=1)"
@@ -135,6 +159,48 @@ def test_an_mpijobs_workers_stop_with_its_launcher_even_when_nothing_deletes_the
     (run,) = run_spec(job_spec("MPIJob", 2, REPORT)).runs
     assert run.status == "succeeded", run.reason
     assert stopped == [True]  # the operator stopped the sshd workers itself (cleanPodPolicy: Running): no GPU held
+
+
+MPIJOBS = ("kubeflow.org", "v2beta1", "mpijobs")
+
+
+def test_an_mpijob_has_no_deadline_of_its_operators_before_its_launcher_exists(cluster: Cluster) -> None:
+    # review 2026-12-02 M-F: mpi-operator v0.8 gives runPolicy.activeDeadlineSeconds to the launcher Job
+    # only, which WaitForWorkersReady creates once every worker is Ready
+    worker = {"replicas": 1, "template": {"spec": {"containers": [{"name": "mpi", "image": "registry.example/does-not-exist"}]}}}
+    launcher = {"replicas": 1, "template": {"spec": {"containers": [{"name": "mpi", "image": "i", "command": ["true"]}]}}}
+    cluster.api.store.create(MPIJOBS, cluster.namespace, {
+        "apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "metadata": {"name": "stuck"},
+        "spec": {"launcherCreationPolicy": "WaitForWorkersReady", "runPolicy": {"activeDeadlineSeconds": 1},
+                 "mpiReplicaSpecs": {"Launcher": launcher, "Worker": worker}}})
+    time.sleep(2.5)
+    job = cluster.api.store.get(MPIJOBS, cluster.namespace, "stuck")
+    assert not [c for c in (job.get("status") or {}).get("conditions") or [] if c["type"] == "Failed"]
+    assert [p.type for p in cluster.operator.jobs[(cluster.namespace, "stuck")].replicas] == ["worker"]
+
+
+def test_an_mpijob_whose_workers_never_get_ready_ends_even_when_its_runner_is_killed(cluster: Cluster, run_spec,
+                                                                                     monkeypatch) -> None:
+    # kubebench's own deadline: a keeper Job owning the MPIJob, deleted by its TTL once its deadline passed
+    from kubebench.backends.kube.backend import KubernetesBackend
+
+    monkeypatch.setattr("kubebench.render.kinds.active_deadline", lambda timeout: 1)  # the MPIJob's own deadline
+    killed = []
+
+    def runner_killed(self, handle) -> None:  # nobody deletes the job
+        killed.append(handle.name)
+        self.watches.forget(handle)
+
+    monkeypatch.setattr(KubernetesBackend, "release", runner_killed)
+    monkeypatch.setattr(KubernetesBackend, "cancel", runner_killed)
+    text = job_spec("MPIJob", 2, REPORT, backend=", unschedulable_grace: 1s, scale_up_grace: 1s")
+    (run,) = run_spec(text.replace("command:", "image: registry.example/does-not-exist:1\n  command:")).runs
+    assert run.status == "failed" and ("ImagePullBackOff" in run.reason or "ErrImagePull" in run.reason), run.reason
+    assert killed == [f"kb-{run.run_id}"]
+    wait_for(lambda: cluster.api.store.find(MPIJOBS, cluster.namespace, f"kb-{run.run_id}") is None, timeout=20)
+    wait_for(lambda: all(p.stage == "gone" for p in cluster.operator.pods.values()), timeout=10)  # its workers too
+    wait_for(lambda: cluster.api.store.find(("batch", "v1", "jobs"), cluster.namespace, f"kb-{run.run_id}-deadline")
+             is None, timeout=10)  # and the keeper, once the collector emptied it
 
 
 
@@ -179,7 +245,11 @@ def test_a_timed_out_jobs_log_is_read_before_the_job_is_deleted(cluster: Cluster
 QUICK = "import kubebench; print('ran', flush=True); kubebench.report(v=1)"
 
 
-@pytest.mark.cluster(kueue=1)
+#: Kueue configured to manage PyTorchJobs too (its default configuration leaves them out: see test_k8s_kueue.py).
+WITH_PYTORCHJOB = (*DEFAULT_FRAMEWORKS, "kubeflow.org/pytorchjob")
+
+
+@pytest.mark.cluster(kueue=1, kueue_frameworks=WITH_PYTORCHJOB)
 def test_time_in_the_queue_is_reported_apart_and_not_counted_against_the_timeout(cluster: Cluster, run_spec) -> None:
     operator, kueue = cluster.operator, cluster.operator.kueue
     kueue.capacity = 0  # the quota is taken for now
@@ -204,7 +274,7 @@ def test_a_job_that_never_leaves_the_queue_times_out_saying_so(cluster: Cluster,
     assert float(run.info["queue_seconds"]) >= 2
 
 
-@pytest.mark.cluster(kueue=1)
+@pytest.mark.cluster(kueue=1, kueue_frameworks=WITH_PYTORCHJOB)
 def test_a_preempted_run_is_retried_from_scratch_as_an_infrastructure_failure(cluster: Cluster, run_spec,
                                                                                tmp_path: Path) -> None:
     marker = tmp_path / "second-attempt"

@@ -46,6 +46,25 @@ def test_the_v1_compat_example_runs_its_scripts_beside_the_spec_on_a_cluster(clu
     assert cluster.api.store.list(CONFIG_MAPS, cluster.namespace)[0] == []
 
 
+def test_a_trainjob_runs_its_script_beside_the_spec_though_it_cannot_set_a_working_directory(
+        cluster: Cluster, tmp_path: Path) -> None:
+    # review 2026-12-02 L-A: a TrainJob's runtime patch may not carry workingDir; its command runs in the
+    # spec's folder through sh
+    folder = tmp_path / "bench"
+    folder.mkdir()
+    (folder / "spec.yaml").write_text("name: tj\njob: {kind: TrainJob, workers: 1, command: [python, job.py]}\n"
+                                      "metrics: [{name: v}]\n")
+    (folder / "job.py").write_text("import kubebench; kubebench.report(v=3)\n")
+    result = invoke("run", str(folder / "spec.yaml"), "--backend", "kubernetes", "--id", "tj")
+    (record,) = json.loads(invoke("results", "tj", "--format", "json").output)
+    assert result.exit_code == 0, result.output + record["reason"]
+    assert record["metrics"]["v"] == 3
+    manifest = yaml.safe_load((cluster.home / "experiments" / "tj" / record["run_id"] / "config" / "manifest.yaml")
+                              .read_text())
+    assert manifest["spec"]["trainer"]["command"] == ["sh", "-c", 'cd "$0" && exec "$@"', "/etc/kubebench/spec",
+                                                      "python", "job.py"]
+
+
 def test_a_spec_folder_too_big_for_a_configmap_stops_the_start(cluster: Cluster, tmp_path: Path) -> None:
     folder = tmp_path / "bench"
     folder.mkdir()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import textwrap
 import time
 
+import pytest
 from support.cluster.cluster import Cluster
 
 QUICK = "import kubebench; kubebench.report(v=1)"
@@ -46,12 +47,20 @@ def test_a_container_that_cannot_be_created_is_stuck_with_the_event_that_says_wh
                                  'MountVolume.SetUp failed for volume "kubebench"')
 
 
-def test_a_job_that_gets_no_pods_is_stuck_with_the_event_that_says_why(cluster: Cluster, run_spec) -> None:
+#: What each operator records when the API server refuses its pod (review 2026-12-02 M-E): training-operator
+#: v1 FailedCreatePod on the job, mpi-operator MPIJobFailed on the MPIJob, the Job controller FailedCreate on
+#: the batch Job, for a TrainJob on its JobSet's child Job.
+REFUSED = {"PyTorchJob": "FailedCreatePod: Error creating: pods ", "Job": "FailedCreate: Error creating: pods ",
+           "MPIJob": "MPIJobFailed: worker pod created failed: pods ", "TrainJob": "FailedCreate: Error creating: pods "}
+
+
+@pytest.mark.parametrize("kind", sorted(REFUSED))
+def test_a_job_that_gets_no_pods_is_stuck_with_the_event_that_says_why(cluster: Cluster, run_spec, kind: str) -> None:
     cluster.operator.refuse_pods = ('violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false '
                                     '(container "pytorch" must set securityContext.allowPrivilegeEscalation=false)')
-    (run,) = run_spec(spec(grace="1s")).runs
+    (run,) = run_spec(spec(grace="1s").replace("kind: PyTorchJob", f"kind: {kind}")).runs
     assert run.status == "failed" and "(timed out" not in run.reason
-    assert run.reason.startswith(f"PyTorchJob bench/kb-{run.run_id} has no pods: FailedCreate: Error creating: pods ")
+    assert run.reason.startswith(f"{kind} bench/kb-{run.run_id} has no pods: {REFUSED[kind]}"), run.reason
     assert 'violates PodSecurity "restricted:latest"' in run.reason
 
 

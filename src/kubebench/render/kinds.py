@@ -170,7 +170,10 @@ def mount_claim(manifest: Manifest, volume: str, claim: str, mount_path: str,
 
 def mount_config_map(manifest: Manifest, volume: str, config_map: str, path: str) -> Manifest:
     """Mount the ConfigMap ``config_map`` read-only at ``path`` in every container of every pod, and
-    make ``path`` the working directory of the containers that set none (TrainJob patches cannot)."""
+    make ``path`` the working directory of the containers that set none (a TrainJob's patch cannot:
+    its command runs there through ``sh``, see :func:`.trainjob.run_in`)."""
+    if manifest.get("kind") == "TrainJob":
+        trainjob.run_in(manifest.setdefault("spec", {}), path)
     for template in pod_templates(manifest):
         spec = template.setdefault("spec", {})
         volumes = spec.setdefault("volumes", [])
@@ -242,6 +245,18 @@ def add_env_default(manifest: Manifest, env: dict[str, str]) -> Manifest:
     return manifest
 
 
+def set_security(manifest: Manifest, pod: dict[str, Any], container: dict[str, Any]) -> Manifest:
+    """Give every pod ``pod`` as its ``securityContext`` and every container (init containers too)
+    ``container`` as its, where they set none (a TrainJob: in its runtime patch, which may carry both)."""
+    for template in pod_templates(manifest):
+        spec = template.setdefault("spec", {})
+        if pod:
+            spec.setdefault("securityContext", copy.deepcopy(pod))
+        for box in _mounting_containers(manifest, spec) if container else []:
+            box.setdefault("securityContext", copy.deepcopy(container))
+    return manifest
+
+
 def set_template_labels(manifest: Manifest, labels: dict[str, str]) -> Manifest:
     """Add ``labels`` to every pod template (every operator copies them onto the pods)."""
     for template in pod_templates(manifest):
@@ -259,8 +274,10 @@ def set_pod_defaults(manifest: Manifest, fields: dict[str, Any]) -> Manifest:
 
 
 def ensure_deadline(manifest: Manifest, seconds: float) -> Manifest:
-    """Give the job an active deadline where it has none, so that no job can run forever (later
-    than the run's timeout ``seconds``, see :func:`active_deadline`)."""
+    """Give the job an active deadline where it has none (later than the run's timeout ``seconds``,
+    see :func:`active_deadline`), which its operator enforces if the runner dies. Not every operator
+    does so from the job's start: mpi-operator gives it to an MPIJob's launcher only, which may never
+    be created; the Kubernetes backend gives such a job a deadline of its own (``backends.kube.keeper``)."""
     deadline = active_deadline(seconds)
     kind, spec = manifest.get("kind"), manifest.setdefault("spec", {})
     if kind in _REPLICA_FIELDS:

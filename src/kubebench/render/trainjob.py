@@ -24,6 +24,10 @@ TRAINER_NODE = "node"
 #: Trainer v2.3's built-in ClusterTrainingRuntimes and the ML policy of each (jax and xgboost since v2.2).
 RUNTIME_POLICIES = {"torch-distributed": "torch", "jax-distributed": "jax", "xgboost-distributed": "xgboost",
                     "deepspeed-distributed": "mpi", "mlx-distributed": "mpi"}
+#: A TrainJob's command runs in a folder through this shell script (``$0``: the folder, ``$@``: the
+#: command): a runtime patch cannot set the node container's ``workingDir`` (Trainer v2.3's CRD allows
+#: only ``env``, ``name``, ``securityContext`` and ``volumeMounts`` there), and ``trainer`` has none.
+IN_FOLDER = 'cd "$0" && exec "$@"'
 #: What the xgboost plugin injects and its webhook forbids in ``spec.trainer.env`` (``XGBoostReservedEnvNames``).
 XGBOOST_RESERVED_ENV = ("DMLC_TRACKER_URI", "DMLC_TRACKER_PORT", "DMLC_TASK_ID", "DMLC_NUM_WORKER")
 
@@ -70,6 +74,15 @@ def _number(text: str) -> float:
         return float(text)
     except ValueError:
         return 0.0  # not a count: the API server says so
+
+
+def run_in(spec: dict[str, Any], folder: str) -> None:
+    """Run the trainer's command in ``folder`` (``sh -c 'cd "$0" && exec "$@"' <folder> <command>…``),
+    once; a TrainJob without a command (the runtime's own) is left as it is."""
+    trainer = spec.get("trainer") or {}
+    command = trainer.get("command")
+    if command and command[:3] != ["sh", "-c", IN_FOLDER]:
+        trainer["command"] = ["sh", "-c", IN_FOLDER, folder, *command]
 
 
 def node_pod(spec: dict[str, Any]) -> dict[str, Any]:

@@ -126,6 +126,9 @@ class Emulator:
         #: An error to answer every ``follow=true`` log request with (a kubelet, or a proxy on the
         #: way, that cannot stream); plain log reads still work.
         self.refuse_follow: ApiError | None = None
+        #: Seconds a ``follow=true`` log request takes to reach the kubelet (it streams the container's
+        #: instance of that later moment: after a fast restart, the next one).
+        self.follow_delay = 0.0
         #: RBAC: (verb, group, resource) allowed; None allows everything.
         self.policy: set[tuple[str, str, str]] | None = None
         self.unserved: set[tuple[str, str]] = set()  # (group, version) not served
@@ -297,6 +300,8 @@ class _Handler(BaseHTTPRequestHandler):
         """A ``follow`` log stream: from the start of the current (unrotated) file, then whatever the
         container writes, across rotations, until it ends and all was sent (or its pod goes)."""
         (_, namespace, name, _) = route
+        if emu.follow_delay:
+            time.sleep(emu.follow_delay)
         log, instance = _container_log(emu, namespace, name, query)
         path = log.instances[instance]
         offset = _rotated(path, emu.log_rotate_bytes)

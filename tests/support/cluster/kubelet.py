@@ -17,7 +17,8 @@ processes, with the states, restarts and logs a real kubelet reports.
   so does a ConfigMap volume whose ConfigMap is not there; a ConfigMap's files are written read-only
   into a folder of the pod, which stands for its mount path in the containers mounting it;
 - a container's ``workingDir`` is where its process runs (else the image's: the stand-in's ``workdir``);
-- containers: init containers one after the other, then the others; a container that fails under
+- containers: init containers one after the other, then the others (an operator's container the
+  stand-in plays instead of running, ``init-pytorch``, runs until ``OperatorStandIn.waiter`` says how it ended); a container that fails under
   ``restartPolicy: OnFailure`` starts again with ``restartCount`` + 1 and its ``lastState`` (at once
   the first time, then after a ``CrashLoopBackOff`` of 10 s doubling, times ``backoff_scale``); each
   instance logs to its own file;
@@ -100,6 +101,8 @@ class Box:
     reason: str = ""  # of a waiting or terminated state
     probe_started: bool = False  # this instance's startup probe has succeeded
     probe_ready: bool = False  # this instance's readiness probe has succeeded
+    #: An operator's container the stand-in plays (init-pytorch): its exit code once it has one.
+    until: Any = None
 
 
 @dataclass
@@ -350,6 +353,9 @@ class Kubelet:
         if not box.log.instances and pod.pulled is not None and time.monotonic() < pod.pulled + self.delays.start:
             return False  # the runtime still creating the container
         path = self.s.logs / f"{pod.job.namespace}_{pod.name}_{box.name}_{len(box.log.instances)}.log"
+        waiter = self.s.waiter(pod, box, path)
+        if waiter is not None:  # played, not run: it ends when the cluster lets it
+            return self._begin(pod, box, path, until=waiter)
         argv = self.s.argv(box.spec)
         mounts = pod.mounts.get(box.name) or []
         if argv not in (None, SSHD):  # $(VAR) in the command, from the container's environment
@@ -358,16 +364,7 @@ class Kubelet:
         if block == "wait":  # an init container of the operator's is still waiting
             changed, box.reason = box.reason != "PodInitializing", "PodInitializing"
             return changed
-        if box.restart_at is not None:
-            box.restarts += 1
-        box.restart_at, box.reason, box.code = None, "", None
-        box.probe_started = box.probe_ready = False
-        box.state, box.started, box.ends, box.daemon = "running", time.monotonic(), None, False
-        box.started_wall = time.time()
-        self.s.event(pod, "Created", f"Created container: {box.name}", source="kubelet", type="Normal",
-                     field_path=_field_path(box))
-        self.s.event(pod, "Started", f"Started container {box.name}", source="kubelet", type="Normal",
-                     field_path=_field_path(box))
+        self._begin(pod, box, path)
         if self.s.simulate is not None and not box.init:
             path.write_text(f"{pod.type}-{pod.index} simulated\n")
             box.ends = time.monotonic() + self.s.simulate
@@ -395,6 +392,23 @@ class Kubelet:
             k8s_probes.Prober(self, pod, box).start()
         return True
 
+    def _begin(self, pod: PodSim, box: Box, path: Path, until: Any = None) -> bool:
+        """The container's next instance is running (its Created and Started events)."""
+        if box.restart_at is not None:
+            box.restarts += 1
+        box.restart_at, box.reason, box.code, box.until = None, "", None, until
+        box.probe_started = box.probe_ready = False
+        box.state, box.started, box.ends, box.daemon = "running", time.monotonic(), None, False
+        box.started_wall = time.time()
+        self.s.event(pod, "Created", f"Created container: {box.name}", source="kubelet", type="Normal",
+                     field_path=_field_path(box))
+        self.s.event(pod, "Started", f"Started container {box.name}", source="kubelet", type="Normal",
+                     field_path=_field_path(box))
+        if until is not None:
+            box.log.instances.append(path)
+            box.log.ended.clear()
+        return True
+
     def _reap(self, pod: PodSim, box: Box) -> bool:
         if box.state != "running":
             return False
@@ -416,6 +430,8 @@ class Kubelet:
         return True
 
     def _exit_code(self, box: Box) -> int | None:
+        if box.until is not None:
+            return box.until()
         if box.process is not None:
             code = box.process.poll()
             return None if code is None else (128 - code if code < 0 else code)
@@ -586,6 +602,8 @@ def _signal(process: subprocess.Popen, sig: signal.Signals) -> None:
 def local_argv(argv: tuple[str, ...]) -> tuple[str, ...]:
     """An image's command as this machine runs it: ``python`` is this interpreter (with kubebench),
     ``torchrun`` its ``torch.distributed.run``, an MPI launcher's program likewise."""
+    if argv[:3] == ("sh", "-c", 'cd "$0" && exec "$@"') and len(argv) > 4:  # a TrainJob run in a folder
+        return (*argv[:4], *local_argv(argv[4:]))
     if argv[0] in ("python", "python3"):
         return (sys.executable, *argv[1:])
     if argv[0] == "torchrun":

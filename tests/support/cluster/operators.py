@@ -5,7 +5,10 @@ Sources (read at the tags named; see docs/kubernetes-conformance.md for the tabl
 - training-operator v1 (PyTorchJob, TFJob, JAXJob, XGBoostJob, MPIJob v1): ``pkg/controller.v1/common/job.go`` (backoff
   limit and deadline: ≤ v1.9.3 deletes every pod before it marks the job Failed, v1.9.4 marks it
   Failed first and then honours cleanPodPolicy; suspend deletes the pods; resume resets startTime),
-  ``pkg/controller.v1/<kind>/…_controller.go`` (Failed when a Never replica fails), ``envvar.go`` and
+  ``pkg/controller.v1/<kind>/…_controller.go`` (Failed when a Never replica fails; a PyTorchJob succeeds with
+  its master), ``pytorch/initcontainer.go`` (the workers' ``init-pytorch``, played by the stand-in: it waits
+  for the master to be Ready), ``control/pod_control.go`` (a refused pod: ``FailedCreatePod`` on the job),
+  ``envvar.go`` and
   ``master.go`` (MASTER_ADDR/PORT and PET_MASTER_ADDR/PORT, WORLD_SIZE = replicas × nprocPerNode when
   that is a number, RANK, PET_NODE_RANK, PET_NNODES, PET_NPROC_PER_NODE, PYTHONUNBUFFERED), ``jax/envvar.go``
   (COORDINATOR_ADDRESS/PORT, NUM_PROCESSES, PROCESS_ID), ``xgboost/xgboost.go`` (MASTER_*, WORLD_SIZE,
@@ -13,11 +16,14 @@ Sources (read at the tags named; see docs/kubernetes-conformance.md for the tabl
   (a JAXJob succeeds with all its workers, an XGBoostJob with its master), ``pod.go`` (the
   SetPodTemplateRestartPolicy warning, pod names and labels; a deleted pod is created again).
 - mpi-operator v0.8 (MPIJob v2beta1): ``v2beta1/default.go`` (launcher OnFailure, AtStartup,
-  cleanPodPolicy None), ``mpi_job_controller.go`` (workers as pods, the launcher as a batch Job
-  taking runPolicy's backoffLimit and deadline, WaitForWorkersReady, the Failed reason from the
-  launcher Job, cleanPodPolicy on workers, suspend).
-- the Job controller (batch/v1 Indexed): replacement pods up to backoffLimit, DeadlineExceeded from
-  status.startTime, suspend deletes active pods.
+  cleanPodPolicy None), ``mpi_job_controller.go`` (workers as pods, a refused one an ``MPIJobFailed``
+  event; the launcher as a batch Job taking runPolicy's backoffLimit and deadline, so no deadline before
+  it exists; WaitForWorkersReady, the Failed reason from the launcher Job, cleanPodPolicy on workers,
+  suspend).
+- the Job controller (batch/v1 Indexed): at most ``parallelism`` active pods, replacement pods until
+  more than backoffLimit failed or the restarts reach it, DeadlineExceeded from status.startTime (set
+  with or without pods), suspend deletes active pods; the TTL-after-finished controller deletes a
+  finished Job with ``ttlSecondsAfterFinished`` in the foreground.
 - Trainer v2 + JobSet (TrainJob): :mod:`.trainer`.
 """
 
@@ -29,6 +35,7 @@ from typing import TYPE_CHECKING
 
 from .jobpolicy import judge
 from .kubelet import PodSim
+from .store import ApiError
 
 if TYPE_CHECKING:
     from .standin import OperatorStandIn, Tracked
@@ -38,6 +45,8 @@ REPLICA_FIELDS = {"PyTorchJob": "pytorchReplicaSpecs", "TFJob": "tfReplicaSpecs"
 ORDER = ["Master", "Chief", "Launcher", "Worker", "PS", "Evaluator"]
 JOBSETS = ("jobset.x-k8s.io", "v1alpha2", "jobsets")
 TORCH_PORT = 29400
+#: training-operator v1.9's PyTorchJob worker init container (``pytorch/initcontainer.go``, ``config/config.go``).
+INIT_PYTORCH, INIT_IMAGE, INIT_TRIES = "init-pytorch", "alpine:3.10", 100
 
 
 def condition(type_: str, status: str, reason: str, message: str = "") -> dict:
@@ -90,6 +99,14 @@ class Controller:
         raise NotImplementedError
 
 
+def past_backoff_limit(failed: int, pods: list[PodSim], limit: int) -> bool:
+    """The Job controller's backoff (``job_controller.go``): more ``failed`` pods than ``limit``, or
+    (``pastBackoffLimitOnFailure``) the restarts of the running and pending pods' containers reaching
+    it (any restart when it is 0)."""
+    restarts = sum(b.restarts for p in pods if p.phase in ("Running", "Pending") for b in p.boxes)
+    return failed > limit or (restarts >= limit if limit else restarts > 0)
+
+
 def _rank_order(spec: dict) -> list[tuple[str, dict]]:
     return sorted(spec.items(), key=lambda item: ORDER.index(item[0]) if item[0] in ORDER else len(ORDER))
 
@@ -138,8 +155,26 @@ class TrainingOperator(Controller):
                     return  # a busy operator: the next pod at a later reconcile (jobs started together interleave)
                 job.data["pod_at"] = time.monotonic()
                 template = gang.decorate(template, job, rtype) if gang is not None else template
+                template = self._init_container(job, rtype, template)
                 self.s.create_pod(job, rtype.lower(), index, template, self._env(job, rtype, index, rank, replicas),
-                                  restart, self._pod_name(job, rtype, index), self._labels(job, rtype, index))
+                                  restart, self._pod_name(job, rtype, index), self._labels(job, rtype, index),
+                                  refused=lambda message: self.s.event(job, "FailedCreatePod", f"Error creating: {message}"))
+
+    def _init_container(self, job: "Tracked", rtype: str, template: dict) -> dict:
+        """A PyTorchJob's workers wait for their master (``setInitContainer``): an ``init-pytorch``
+        container looks up the master's headless Service until it resolves, as it does only while the
+        master is Ready (see ``OperatorStandIn.waiter``)."""
+        specs = (job.obj.get("spec") or {}).get(REPLICA_FIELDS[job.kind]) or {}
+        if job.kind != "PyTorchJob" or rtype != "Worker" or "Master" not in specs:
+            return template
+        master = f"{job.name}-master-0"
+        command = (f"err=1;for i in $(seq {INIT_TRIES}); do if nslookup {master}; then err=0 && break; fi;"
+                   "echo waiting for master; sleep 2; done; exit $err")
+        init = {"name": INIT_PYTORCH, "image": INIT_IMAGE, "imagePullPolicy": "IfNotPresent",
+                "resources": {"limits": {"cpu": "100m", "memory": "20Mi"}, "requests": {"cpu": "50m", "memory": "10Mi"}},
+                "command": ["sh", "-c", command]}
+        spec = template.get("spec") or {}
+        return {**template, "spec": {**spec, "initContainers": [*(spec.get("initContainers") or []), init]}}
 
     def _pod_name(self, job: "Tracked", rtype: str, index: int) -> str:
         if job.kind == "MPIJob" and rtype == "Launcher":
@@ -191,7 +226,9 @@ class TrainingOperator(Controller):
         failed = [p for p in pods if p.phase == "Failed"]
         policy = (job.obj.get("spec") or {}).get("runPolicy") or {}
         clean = policy.get("cleanPodPolicy") or "None"
-        if failed and policy.get("backoffLimit") is not None:
+        # ReconcileJobs: a new failure once the retries exceed backoffLimit (previousRetry + 1 > limit: the
+        # work queue's requeues, counted here as failed pods), or OnFailure restarts reaching it (PastBackoffLimit)
+        if policy.get("backoffLimit") is not None and past_backoff_limit(len(failed), pods, int(policy["backoffLimit"])):
             return self._exceeds(job, f"Job {job.name} has failed because it has reached the specified backoff limit", clean)
         deadline = policy.get("activeDeadlineSeconds")
         if deadline and job.start_time is not None and time.time() - job.start_time >= deadline:
@@ -202,7 +239,9 @@ class TrainingOperator(Controller):
             message = f"{job.kind} {job.name} is failed because {count} {first.type.capitalize()} replica(s) failed."
             return self.finish(job, "Failed", f"{job.kind}Failed", message, clean)
         if self._succeeded(job, pods):
-            done = (f"{job.kind} {job.name} is successfully completed." if job.kind == "XGBoostJob"
+            # with a master (PyTorchJob, XGBoostJob): "<Kind> <name> is successfully completed."
+            headed = job.kind == "XGBoostJob" or job.kind == "PyTorchJob" and any(p.type == "master" for p in pods)
+            done = (f"{job.kind} {job.name} is successfully completed." if headed
                     else f"{job.kind} {job.namespace}/{job.name} successfully completed.")
             return self.finish(job, "Succeeded", f"{job.kind}Succeeded", done, clean)
         self._lost_ranks(job, pods)
@@ -279,7 +318,9 @@ class MpiOperator(Controller):
                 labels = {"training.kubeflow.org/job-name": job.name, "training.kubeflow.org/operator-name": "mpi-operator",
                           "training.kubeflow.org/job-role": "worker", "training.kubeflow.org/replica-index": str(index)}
                 self.s.create_pod(job, "worker", index, worker.get("template") or {}, {"K_MPI_JOB_ROLE": "worker"},
-                                  worker.get("restartPolicy") or "Never", f"{job.name}-worker-{index}", labels)
+                                  worker.get("restartPolicy") or "Never", f"{job.name}-worker-{index}", labels,
+                                  refused=lambda message: self.s.event(job, "MPIJobFailed",
+                                                                       f"worker pod created failed: {message}"))
 
     def _launcher(self, job: "Tracked") -> None:
         """The launcher Job's pods: one at a time, a new one after a failure, up to its backoffLimit."""
@@ -292,6 +333,7 @@ class MpiOperator(Controller):
             return
         labels = {"training.kubeflow.org/job-name": job.name, "training.kubeflow.org/operator-name": "mpi-operator",
                   "training.kubeflow.org/job-role": "launcher", "batch.kubernetes.io/job-name": f"{job.name}-launcher"}
+        job.data.setdefault("launcher_started", time.time())  # the launcher Job's startTime
         self.s.create_pod(job, "launcher", 0, launcher.get("template") or {}, self.s.mpi_env(job, "launcher"),
                           launcher.get("restartPolicy") or "OnFailure", f"{job.name}-launcher-{self.s.suffix()}", labels)
 
@@ -308,6 +350,7 @@ class MpiOperator(Controller):
         if is_true(job, "Suspended"):
             set_condition(job, condition("Suspended", "False", "MPIJobResumed", "MPIJob resumed"))
             job.start_time = None
+            job.data.pop("launcher_started", None)
         if job.start_time is None:
             job.start_time = time.time()
         self._workers(job)
@@ -325,15 +368,16 @@ class MpiOperator(Controller):
         if any(p.phase == "Succeeded" for p in pods):
             job.data["launcher_done"] = True
             return "Succeeded", "MPIJobSucceeded", f"MPIJob {job.namespace}/{job.name} successfully completed."
-        deadline = policy.get("activeDeadlineSeconds")
-        if deadline and time.time() - job.start_time >= deadline:
+        # The deadline is the launcher Job's (``newLauncherJob``), the only use of it: none before the
+        # launcher exists (under WaitForWorkersReady, not before every worker is Ready).
+        deadline, since = policy.get("activeDeadlineSeconds"), job.data.get("launcher_started")
+        if deadline and since is not None and time.time() - since >= deadline:
             job.data["launcher_done"] = True
             for pod in self.live(job, "launcher"):
                 self.s.delete_pod(pod)
             return "Failed", "DeadlineExceeded", "Job was active longer than specified deadline"
-        failures = sum(p.phase == "Failed" for p in pods) + sum(b.restarts for p in pods for b in p.boxes)
         limit = policy.get("backoffLimit")
-        if failures > (6 if limit is None else limit):
+        if past_backoff_limit(sum(p.phase == "Failed" for p in pods), pods, 6 if limit is None else int(limit)):
             job.data["launcher_done"] = True
             last = [p for p in pods if p.phase == "Failed"][-1:] or pods[-1:]
             for pod in self.live(job, "launcher"):
@@ -353,7 +397,7 @@ class JobController(Controller):
     def tick(self, job: "Tracked") -> None:
         spec = job.obj.get("spec") or {}
         if job.finished is not None:
-            return
+            return self._expire(job, spec.get("ttlSecondsAfterFinished"))
         if self.suspended(job):
             if not is_true(job, "Suspended"):
                 self.delete_pods(job, "Running")
@@ -371,8 +415,8 @@ class JobController(Controller):
         if fail_job is not None:
             self.delete_pods(job, "Running")
             return self.finish(job, "Failed", "PodFailurePolicy", fail_job, None)
-        failures = sum(action == "Count" for action, _ in judged.values()) + sum(b.restarts for p in pods for b in p.boxes)
-        if failures > int(spec.get("backoffLimit", 6)):
+        counted = sum(action == "Count" for action, _ in judged.values())
+        if past_backoff_limit(counted, pods, int(spec.get("backoffLimit", 6))):
             self.delete_pods(job, "Running")
             return self.finish(job, "Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit", None)
         deadline = spec.get("activeDeadlineSeconds")
@@ -384,10 +428,24 @@ class JobController(Controller):
             set_condition(job, condition("SuccessCriteriaMet", "True", "CompletionsReached", "Reached expected number of succeeded pods"))
             return self.finish(job, "Complete", "CompletionsReached", "Reached expected number of succeeded pods", None)
         active = {p.index for p in pods if p.phase not in ("Failed", "Succeeded") and p.stage != "gone"}
+        parallelism = int(spec.get("parallelism", completions))
         for index in range(completions):
-            if index not in done and index not in active:
+            if index not in done and index not in active and len(active) < parallelism:
                 self._pod(job, index)
+                active.add(index)
         self.s.write_job(job)
+
+    def _expire(self, job: "Tracked", ttl: int | None) -> None:
+        """The TTL-after-finished controller: a finished Job with ``ttlSecondsAfterFinished`` is deleted
+        that long after it finished, in the foreground (``ttlafterfinished_controller.go``); the
+        garbage collector deletes what it owns."""
+        if ttl is None or job.data.get("expired") or time.monotonic() - (job.finished or 0) < ttl:
+            return
+        job.data["expired"] = True
+        try:
+            self.s.store.delete(job.key, job.namespace, job.name, "Foreground")
+        except ApiError:
+            pass
 
     def _pod(self, job: "Tracked", index: int) -> None:
         template = (job.obj.get("spec") or {}).get("template") or {}

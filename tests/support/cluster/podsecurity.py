@@ -1,5 +1,6 @@
 """The PodSecurity ``restricted`` profile (Kubernetes Pod Security Standards, latest), as the API
-server's ``pod-security-admission`` checks a pod spec: ``staging/src/k8s.io/pod-security-admission/policy``."""
+server's ``pod-security-admission`` checks a pod spec: ``staging/src/k8s.io/pod-security-admission/policy``;
+the store refuses a pod that breaks it in a namespace labelled to enforce it (:func:`refusal`)."""
 
 from __future__ import annotations
 
@@ -41,3 +42,19 @@ def _container(ctx: dict[str, Any], pod: dict[str, Any]) -> list[str]:
     if profile not in ("RuntimeDefault", "Localhost"):
         found.append("seccompProfile must be RuntimeDefault or Localhost")
     return found
+
+
+#: The namespace label the API server's PodSecurity admission enforces (``pod-security.kubernetes.io/enforce``).
+ENFORCE_LABEL = "pod-security.kubernetes.io/enforce"
+
+
+def refusal(namespace_labels: dict[str, str], name: str, spec: dict[str, Any]) -> str | None:
+    """The API server's message refusing the pod ``name`` in a namespace enforcing ``restricted``
+    (``pods "<name>" is forbidden: violates PodSecurity "restricted:latest": …``); None when it is let in
+    (another level, or no violation). Only ``restricted`` is checked: ``baseline`` is not emulated."""
+    if namespace_labels.get(ENFORCE_LABEL) != "restricted":
+        return None
+    found = violations(spec)
+    if not found:
+        return None
+    return f'pods "{name}" is forbidden: violates PodSecurity "restricted:latest": {", ".join(found)}'

@@ -27,7 +27,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .apps import DeploymentController
 from .emulator import KINDS, PODS, ApiError, ContainerLog, Emulator
@@ -35,7 +35,7 @@ from .gang import PodGroupControl
 from .kubelet import SSHD, Box, Kubelet, PodSim, local_argv, path_of
 from .kueue import Kueue
 from .network import Network
-from .operators import JobController, MpiOperator, TrainingOperator
+from .operators import INIT_PYTORCH, INIT_TRIES, JobController, MpiOperator, TrainingOperator
 from .scheduler import requests_of
 from .trainer import TrainerController
 
@@ -98,6 +98,8 @@ class OperatorStandIn:
         #: operator whose work queue is busy (kubeflow/trainer#1407), so jobs started together interleave.
         self.pod_interval = 0.0
         self.refuse_pods: str | None = None  # a reason every pod create is refused (PodSecurity …)
+        #: init-pytorch's lookups of the master (see ``waiter``): every 2 s on a cluster, here quicker.
+        self.init_period, self.dns_delay = 0.5, 0.25
         #: A container a mutating webhook adds first to every pod (a service mesh's proxy).
         self.inject_sidecar: dict | None = None
         v1 = TrainingOperator(self, training_operator)
@@ -222,6 +224,8 @@ class OperatorStandIn:
 
     def _start_job(self, key: tuple, obj: dict) -> None:
         meta = obj["metadata"]
+        if any(r.get("kind") == "JobSet" for r in meta.get("ownerReferences") or []):
+            return  # a TrainJob's child Job: the stand-in's Trainer runs its pods (see .trainer)
         job = Tracked(key, meta["namespace"], meta["name"], obj["kind"], obj["apiVersion"], meta["uid"], obj)
         self.jobs[(job.namespace, job.name)] = job
         self.max_active = max(self.max_active, sum(j.finished is None for j in self.jobs.values()))
@@ -235,8 +239,10 @@ class OperatorStandIn:
     # --- what the controllers call ------------------------------------------------------------
 
     def create_pod(self, job: Tracked, rtype: str, index: int, template: dict, env: dict[str, str],
-                   restart_policy: str, name: str, labels: dict[str, str], owner: dict | None = None) -> PodSim | None:
-        """Create a pod of ``job`` from ``template``; a refused create is a FailedCreate event on the job."""
+                   restart_policy: str, name: str, labels: dict[str, str], owner: dict | None = None,
+                   refused: Callable[[str], None] | None = None) -> PodSim | None:
+        """Create a pod of ``job`` from ``template``; a refused create is reported by ``refused`` (with
+        the API server's message), by default as the Job controller does: FailedCreate on the job."""
         spec = copy.deepcopy(template.get("spec") or {})
         spec["restartPolicy"] = restart_policy
         if self.inject_sidecar is not None:  # injected first, as Linkerd does
@@ -254,7 +260,7 @@ class OperatorStandIn:
         except ApiError as e:
             if not job.data.get("failed_create"):
                 job.data["failed_create"] = True
-                self.event(job, "FailedCreate", f"Error creating: {e.message}")
+                (refused or (lambda m: self.event(job, "FailedCreate", f"Error creating: {m}")))(e.message)
             return None
         boxes = []
         for container, init in [(c, True) for c in spec.get("initContainers") or []] + \
@@ -278,13 +284,18 @@ class OperatorStandIn:
         except ApiError:
             pass
 
-    def event(self, about: Tracked | PodSim, reason: str, message: str, source: str = "", type: str = "Warning",
+    def event(self, about: Tracked | PodSim | dict, reason: str, message: str, source: str = "", type: str = "Warning",
               field_path: str = "", event_time: str = "") -> None:
-        """Record an Event about a job or a pod (``field_path``: the container it is about;
-        ``event_time``: a MicroTime, as events.k8s.io recorders such as the scheduler's set)."""
+        """Record an Event about a job, a pod, or another object (``field_path``: the container it is
+        about; ``event_time``: a MicroTime, as events.k8s.io recorders such as the scheduler's set)."""
         if isinstance(about, PodSim):
             involved = {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": about.name, "uid": about.uid}}
             namespace = about.job.namespace
+        elif isinstance(about, dict):
+            meta = about["metadata"]
+            involved = {"kind": about["kind"], "apiVersion": about["apiVersion"],
+                        "metadata": {"name": meta["name"], "uid": meta["uid"]}}
+            namespace = meta["namespace"]
         else:
             involved = {"kind": about.kind, "apiVersion": about.api_version, "metadata": {"name": about.name, "uid": about.uid}}
             namespace = about.namespace
@@ -412,6 +423,39 @@ class OperatorStandIn:
                 value = ((obj or {}).get("data") or {}).get(ref.get("key", ""))
                 return base64.b64decode(value).decode() if value is not None and key == "secretKeyRef" else value
         return None
+
+    def waiter(self, pod: PodSim, box: Box, path: Path) -> Callable[[], int | None] | None:
+        """How a container the stand-in plays instead of running ends: training-operator's
+        ``init-pytorch`` looks up the master's headless Service (``nslookup <job>-master-0``, then
+        "waiting for master" and 2 s of sleep, 100 times), whose name resolves only while the master
+        is Ready (no ``publishNotReadyAddresses``: ``service.go``), and a moment after it became Ready
+        (endpoints, then DNS). Here a lookup every ``init_period`` seconds, answered once the master has
+        been Ready ``dns_delay`` seconds; exit 1 after the last try. None for any other container."""
+        if box.name != INIT_PYTORCH or not box.init or pod.job.kind != "PyTorchJob":
+            return None
+        job, started, seen = pod.job, time.monotonic(), {"ready_at": None, "tries": 0}
+        master = f"{job.name}-master-0"
+        path.write_text("")
+
+        def until() -> int | None:
+            now = time.monotonic()
+            found = next((p for p in job.replicas if p.type == "master" and p.index == 0), None)
+            if found is None or not (found.ready and self.kubelet.pod_ready(found)):
+                seen["ready_at"] = None
+            elif seen["ready_at"] is None:
+                seen["ready_at"] = now
+            due = int((now - started) / self.init_period) + 1
+            with open(path, "a") as log:
+                while seen["tries"] < min(due, INIT_TRIES):
+                    seen["tries"] += 1
+                    if seen["ready_at"] is not None and now - seen["ready_at"] >= self.dns_delay:
+                        log.write(f"Server:\t\t10.96.0.10\nName:\t{master}.{job.namespace}.svc.cluster.local\n"
+                                  f"Address: {found.ip if found is not None else ''}\n")
+                        return 0
+                    log.write(f"nslookup: can't resolve '{master}'\nwaiting for master\n")
+            return 1 if seen["tries"] >= INIT_TRIES else None
+
+        return until
 
     def before_start(self, pod: PodSim, box: Box, path: Path) -> tuple[int, str] | str | None:
         """What the cluster does to a container about to start: None (it runs), ``"wait"`` (not yet),

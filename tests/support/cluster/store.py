@@ -49,6 +49,11 @@ KINDS: dict[Key, str] = {
     ("trainer.kubeflow.org", "v1alpha1", "trainjobs"): "TrainJob",
     ("jobset.x-k8s.io", "v1alpha2", "jobsets"): "JobSet",
     ("kueue.x-k8s.io", "v1beta1", "localqueues"): "LocalQueue",
+    ("kueue.x-k8s.io", "v1beta2", "localqueues"): "LocalQueue",
+    ("kueue.x-k8s.io", "v1beta1", "workloads"): "Workload",
+    ("kueue.x-k8s.io", "v1beta2", "workloads"): "Workload",
+    ("trainer.kubeflow.org", "v1alpha1", "clustertrainingruntimes"): "ClusterTrainingRuntime",
+    ("trainer.kubeflow.org", "v1alpha1", "trainingruntimes"): "TrainingRuntime",
     ("scheduling.volcano.sh", "v1beta1", "podgroups"): "PodGroup",
     ("scheduling.x-k8s.io", "v1alpha1", "podgroups"): "PodGroup",
     ("rbac.authorization.k8s.io", "v1", "roles"): "Role",
@@ -59,8 +64,8 @@ KINDS: dict[Key, str] = {
 PODS: Key = ("", "v1", "pods")
 JOBS: Key = ("batch", "v1", "jobs")
 EVENTS: Key = ("", "v1", "events")
-CLUSTER_SCOPED = {("", "v1", "namespaces"), ("", "v1", "nodes"), ("rbac.authorization.k8s.io", "v1", "clusterroles"),
-                  ("rbac.authorization.k8s.io", "v1", "clusterrolebindings")}
+CLUSTER_SCOPED = {("", "v1", "namespaces"), ("", "v1", "nodes"), ("trainer.kubeflow.org", "v1alpha1", "clustertrainingruntimes"),
+                  ("rbac.authorization.k8s.io", "v1", "clusterroles"), ("rbac.authorization.k8s.io", "v1", "clusterrolebindings")}
 FOREGROUND = "foregroundDeletion"
 _SERVER_OWNED = ("uid", "creationTimestamp", "generation", "namespace", "name")
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
@@ -216,6 +221,13 @@ class Store:
                                               f"not a {self.kinds[key]} of {group_version}")
         for hook in self.admission:
             obj = hook(key, obj)
+        if key == PODS:  # PodSecurity admission, for namespaces labelled to enforce it
+            from .podsecurity import refusal
+
+            space = self.objects.get((("", "v1", "namespaces"), "", namespace)) or {}
+            refused = refusal(space.get("metadata", {}).get("labels") or {}, name, obj.get("spec") or {})
+            if refused:
+                raise ApiError(403, "Forbidden", refused)
         obj = self._checked(key, obj, validation, warnings)
         with self.cond:
             if (key, namespace, name) in self.objects:

@@ -1,6 +1,10 @@
 """Kubeflow Trainer v2 with JobSet, as the stand-in plays it (``version`` 2.1 … 2.3): a TrainJob's
 JobSet and its node pods, the nodes' environment from the runtime's ML policy, and the TrainJob
-validating webhook. Sources (kubeflow/trainer at v2.1.0, v2.2.0, v2.3.0; kubernetes-sigs/jobset v0.12):
+validating webhook, against the ClusterTrainingRuntime objects in the store (``install_runtimes`` makes
+the release's built-in ones, as its ``runtimes`` overlay does; the fixture calls it unless a test asks for
+a Trainer without them); the JobSet's child Job ``<job>-node-0``, which owns the node pods and gets the
+Job controller's FailedCreate when one is refused. Sources (kubeflow/trainer at v2.1.0, v2.2.0, v2.3.0;
+kubernetes-sigs/jobset v0.12):
 the plugins ``pkg/runtime/framework/plugins/{torch,jax,xgboost}/*.go``, ``pkg/webhooks/trainjob_webhook.go``
 and ``pkg/runtime/core/clustertrainingruntime.go``, ``manifests/base/runtimes/``, the JobSet webhook's
 restartPolicy OnFailure (``jobset_webhook.go``) with the batch default backoffLimit 6, FailedJobs /
@@ -15,7 +19,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from .kubelet import quantity
-from .operators import JOBSETS, Controller, condition, is_true, set_condition
+from .operators import JOBSETS, Controller, condition, is_true, past_backoff_limit, set_condition
 from .store import ApiError
 
 if TYPE_CHECKING:
@@ -29,6 +33,28 @@ TRAINER_RUNTIMES = {"torch-distributed": ((2, 0), "torch"), "deepspeed-distribut
 #: ``constants.XGBoostReservedEnvNames``: what the xgboost plugin sets and its validation forbids in the trainer's env.
 XGBOOST_RESERVED = ("DMLC_TRACKER_URI", "DMLC_TRACKER_PORT", "DMLC_TASK_ID", "DMLC_NUM_WORKER")
 TRAINER_WEBHOOK = "validator.trainjob.trainer.kubeflow.org"
+CLUSTER_RUNTIMES = ("trainer.kubeflow.org", "v1alpha1", "clustertrainingruntimes")
+NAMESPACED_RUNTIMES = ("trainer.kubeflow.org", "v1alpha1", "trainingruntimes")
+JOBS = ("batch", "v1", "jobs")
+#: ``mlPolicy`` of each built-in runtime (``manifests/base/runtimes/*.yaml``).
+ML_POLICIES = {"torch": {"numNodes": 1, "torch": {"numProcPerNode": "auto"}}, "jax": {"numNodes": 1, "jax": {}},
+               "xgboost": {"numNodes": 1, "xgboost": {}}, "mpi": {"numNodes": 1, "mpi": {"numProcPerNode": 1}}}
+
+
+def runtime_object(name: str, policy: str) -> dict[str, Any]:
+    """A built-in ClusterTrainingRuntime: its ML policy and a ``node`` replicated job whose container is ``node``."""
+    node = {"name": "node", "template": {"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+                                         "spec": {"template": {"spec": {"containers": [
+                                             {"name": "node", "image": "pytorch/pytorch:2.7.1-cuda12.8-cudnn9-runtime"}]}}}}}
+    return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "ClusterTrainingRuntime",
+            "metadata": {"name": name, "labels": {"trainer.kubeflow.org/framework": name.split("-")[0]}},
+            "spec": {"mlPolicy": ML_POLICIES[policy], "template": {"spec": {"replicatedJobs": [node]}}}}
+
+
+def policy_of(runtime: dict[str, Any]) -> str:
+    """The ML policy a runtime object names (``torch`` when it names none of Trainer's plugins)."""
+    policy = (runtime.get("spec") or {}).get("mlPolicy") or {}
+    return next((p for p in ("torch", "jax", "xgboost", "mpi") if p in policy), "torch")
 
 
 class TrainerController(Controller):
@@ -39,8 +65,22 @@ class TrainerController(Controller):
         super().__init__(standin)
         self.version = version
         release = tuple(int(x) for x in version.split("."))
-        #: The runtimes installed with this release (a test may add or remove some).
-        self.runtimes = {name: policy for name, (since, policy) in TRAINER_RUNTIMES.items() if release >= since}
+        #: The built-in runtimes of this release (``install_runtimes`` creates them, as the ``runtimes``
+        #: overlay or the Helm chart's ``runtimes.*.enabled`` does; a cluster may have none).
+        self.builtin = {name: policy for name, (since, policy) in TRAINER_RUNTIMES.items() if release >= since}
+
+    def install_runtimes(self, names: tuple[str, ...] | None = None) -> None:
+        """Create the release's built-in ClusterTrainingRuntimes (``names``: only those)."""
+        for name, policy in self.builtin.items():
+            if names is None or name in names:
+                self.s.store.create(CLUSTER_RUNTIMES, "", runtime_object(name, policy))
+
+    def _runtime_object(self, namespace: str, spec: dict) -> dict | None:
+        """The (Cluster)TrainingRuntime the TrainJob's ``runtimeRef`` names, if it exists."""
+        ref = spec.get("runtimeRef") or {}
+        if ref.get("kind") == "TrainingRuntime":
+            return self.s.store.find(NAMESPACED_RUNTIMES, namespace, ref.get("name", ""))
+        return self.s.store.find(CLUSTER_RUNTIMES, "", ref.get("name", ""))
 
     def webhook(self, key: tuple, obj: dict) -> dict:
         """``ValidateCreate``: the runtime must exist (``clustertrainingruntime.go``), and on an xgboost
@@ -48,11 +88,15 @@ class TrainerController(Controller):
         if key != ("trainer.kubeflow.org", "v1alpha1", "trainjobs"):
             return obj
         spec = obj.get("spec") or {}
-        name = (spec.get("runtimeRef") or {}).get("name", "")
-        if name not in self.runtimes:
-            self._deny(f'spec.RuntimeRef: Invalid value: {{"name": "{name}"}}: clustertrainingruntimes.trainer.kubeflow.org '
-                       f'"{name}" not found: specified clusterTrainingRuntime must be created before the TrainJob is created')
-        if self.runtimes[name] == "xgboost":
+        ref = spec.get("runtimeRef") or {}
+        name, kind = ref.get("name", ""), ref.get("kind") or "ClusterTrainingRuntime"
+        found = self._runtime_object((obj.get("metadata") or {}).get("namespace", ""), spec)
+        if found is None:
+            what = "trainingruntimes" if kind == "TrainingRuntime" else "clustertrainingruntimes"
+            self._deny(f'spec.RuntimeRef: Invalid value: {{"name": "{name}"}}: {what}.trainer.kubeflow.org '
+                       f'"{name}" not found: specified {kind[0].lower() + kind[1:]} must be created before the '
+                       "TrainJob is created")
+        if policy_of(found) == "xgboost":
             for i, env in enumerate((spec.get("trainer") or {}).get("env") or []):
                 if env.get("name") in XGBOOST_RESERVED:
                     self._deny(f"spec.trainer.env[{i}]: Forbidden: {env['name']} is reserved for the XGBoost runtime")
@@ -91,8 +135,8 @@ class TrainerController(Controller):
             self._delete_jobset(job)
             return self.finish(job, "Failed", "DeadlineExceeded", "TrainJob exceeded its active deadline", None)
         pods = job.pods
-        restarts = sum(b.restarts for p in pods for b in p.boxes) + sum(p.phase == "Failed" for p in pods)
-        if restarts > 6:  # the batch default backoffLimit: the runtime sets none
+        # the child Job's backoff at the batch default of 6 (the runtime sets none): restarts >= 6
+        if past_backoff_limit(sum(p.phase == "Failed" for p in pods), pods, 6):
             self.delete_pods(job, "Running")
             return self.finish(job, "Failed", "FailedJobs", "jobset failed due to one or more job failures", None)
         nodes = int((spec.get("trainer") or {}).get("numNodes", 1))
@@ -122,7 +166,7 @@ class TrainerController(Controller):
                 self.s.store.delete(JOBSETS, job.namespace, job.name, "Background")
             except ApiError:
                 pass
-        job.data["jobset"], job.data["jobset_deleted"] = None, True
+        job.data["jobset"], job.data["jobset_deleted"], job.data["child"] = None, True, None
 
     def _pod(self, job: "Tracked", jobset: dict, index: int, nodes: int) -> None:
         spec = job.obj.get("spec") or {}
@@ -143,16 +187,40 @@ class TrainerController(Controller):
                   "jobset.sigs.k8s.io/job-index": "0", "batch.kubernetes.io/job-completion-index": str(index),
                   "batch.kubernetes.io/job-name": f"{job.name}-node-0",
                   "trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}
-        owner = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": job.name,
-                 "uid": jobset["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}
+        child = self._child_job(job, jobset, template, nodes)
+        owner = {"apiVersion": child["apiVersion"], "kind": child["kind"], "name": child["metadata"]["name"],
+                 "uid": child["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}
         self.s.create_pod(job, "node", index, template, env, "OnFailure",
-                          f"{job.name}-node-0-{index}-{self.s.suffix()}", labels, owner)
+                          f"{job.name}-node-0-{index}-{self.s.suffix()}", labels, owner,
+                          refused=lambda message: self.s.event(child, "FailedCreate", f"Error creating: {message}"))
+
+    def _child_job(self, job: "Tracked", jobset: dict, template: dict, nodes: int) -> dict:
+        """The JobSet's child Job ``<jobset>-node-0`` (an Indexed Job of the nodes, owned by the JobSet,
+        labelled with its names), whose pods the nodes are: the Job controller's events (FailedCreate)
+        are about it. The stand-in's Job controller leaves it to this controller."""
+        if job.data.get("child") is None:
+            labels = {"jobset.sigs.k8s.io/jobset-name": job.name, "jobset.sigs.k8s.io/replicatedjob-name": "node",
+                      "jobset.sigs.k8s.io/job-index": "0"}
+            owner = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": job.name,
+                     "uid": jobset["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}
+            pod = {"metadata": {"labels": {**((template.get("metadata") or {}).get("labels") or {}), **labels}},
+                   "spec": {**template["spec"], "restartPolicy": "OnFailure"}}
+            body = {"apiVersion": "batch/v1", "kind": "Job",
+                    "metadata": {"name": f"{job.name}-node-0", "labels": labels, "ownerReferences": [owner]},
+                    "spec": {"completionMode": "Indexed", "completions": nodes, "parallelism": nodes, "backoffLimit": 6,
+                             "template": pod}}
+            try:
+                job.data["child"] = self.s.store.create(JOBS, job.namespace, body)
+            except ApiError:
+                job.data["child"] = self.s.store.find(JOBS, job.namespace, body["metadata"]["name"])
+        return job.data["child"]
 
     def _policy_env(self, job: "Tracked", index: int, nodes: int) -> dict[str, str]:
         """What the runtime's ML policy plugin gives node ``index`` (rank 0's address: the one node here)."""
         trainer = (job.obj.get("spec") or {}).get("trainer") or {}
         resources = trainer.get("resourcesPerNode") or {}
-        port, policy = str(job.data["port"]), self.runtimes.get(self._runtime(job), "torch")
+        runtime = self._runtime_object(job.namespace, job.obj.get("spec") or {})
+        port, policy = str(job.data["port"]), policy_of(runtime) if runtime is not None else "torch"
         if policy == "jax":  # jax.go: the coordinator is node 0's pod
             return {"JAX_NUM_PROCESSES": str(nodes), "JAX_PROCESS_ID": str(index),
                     "JAX_COORDINATOR_ADDRESS": f"{self.s.host}:{port}"}
@@ -164,9 +232,6 @@ class TrainerController(Controller):
                                                    _gpus(resources.get("limits") or {}) else _cpus(resources))
         return {"PET_NNODES": str(nodes), "PET_NPROC_PER_NODE": str(nproc), "PET_NODE_RANK": str(index),
                 "PET_MASTER_ADDR": self.s.host, "PET_MASTER_PORT": port}
-
-    def _runtime(self, job: "Tracked") -> str:
-        return str(((job.obj.get("spec") or {}).get("runtimeRef") or {}).get("name", ""))
 
     def _patched_pod(self, spec: dict) -> dict[str, Any]:
         """The node pod template the runtime patches give (Trainer ≥ 2.2: ``runtimePatches``)."""

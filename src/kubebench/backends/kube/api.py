@@ -205,6 +205,12 @@ class Api:
             raw(self.core.read_namespaced_persistent_volume_claim(name, namespace, _preload_content=False,
                                                                  _request_timeout=timeout)).data), expect=(404,))
 
+    def config_map(self, namespace: str, name: str) -> dict | None:
+        """A ConfigMap (another component's configuration); None if there is none or kubebench may not read it."""
+        return self.call(f"read configmap {namespace}/{name}", lambda timeout: json.loads(raw(
+            self.core.read_namespaced_config_map(name, namespace, _preload_content=False,
+                                                 _request_timeout=timeout)).data), expect=(403, 404))
+
     def node(self, name: str) -> dict | None:
         """A node (labels, nodeInfo); None if it is gone or kubebench may not read nodes."""
         return self.call(f"read node {name}", lambda timeout: json.loads(raw(self.core.read_node(

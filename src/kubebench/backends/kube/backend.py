@@ -95,13 +95,16 @@ class KubernetesBackend(Backend[KubeJob, KubernetesConfig]):
 
     def check(self, manifests: list[dict[str, Any]]) -> None:
         """The client configured, the API server reachable, the namespace there, every kind served,
-        every field the jobs set known to the cluster's Kubernetes version (read here, once)."""
+        every field the jobs set known to the cluster's Kubernetes version (read here, once), every
+        TrainJob's runtime there, and with a queue every kind managed by Kueue."""
         api = preflight.connect(lambda: self.api, self.config)
         if self.cluster.version is None:  # read once: the provenance's Kubernetes version too
             self.cluster_info.server = api.version() or {}
             self.cluster.version = versions.of_server(self.cluster_info.server or None)
         resources = self.resources(manifests)
         preflight.check(api, self.namespace, manifests, resources, self.cluster.version)
+        if self.config.queue:
+            preflight.check_queue(api, self.config.queue, manifests)
         self.cluster.served(resources)
 
     def doctor(self, manifests: list[dict[str, Any]], local: RunPaths) -> list[Check]:

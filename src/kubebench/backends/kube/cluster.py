@@ -8,7 +8,7 @@ import threading
 
 from ...errors import BackendError
 from ...render import versions
-from . import objects
+from . import kueue, objects
 from .api import Api, Resource, current_namespace
 from .config import KubernetesConfig
 from .provenance import NodeCache
@@ -24,6 +24,7 @@ class Cluster:
         self._namespace: str | None = None
         self._served: dict[Resource, str | None] = {}  # resource → why it cannot be used (None: it can)
         self.nodes = NodeCache(lambda: self.api)
+        self._workloads: list[Resource | None] = []  # Kueue's Workloads, once looked up
         #: The cluster's Kubernetes version: given, else read from the API server once (``check``).
         self.version = versions.parse(config.kubernetes_version) if config.kubernetes_version else None
 
@@ -58,6 +59,16 @@ class Cluster:
                 self._served[resource] = why
         if self._served[resource]:
             raise BackendError(self._served[resource])
+
+    def workloads(self) -> Resource | None:
+        """Kueue's Workloads at the newest version the cluster serves (looked up once); None without Kueue."""
+        with self._lock:
+            if not self._workloads:
+                try:
+                    self._workloads.append(kueue.resource(self.api, "workloads", "Workload"))
+                except BackendError:
+                    self._workloads.append(None)
+            return self._workloads[0]
 
     def close(self) -> None:
         """Close the API client's connections (a later call connects again)."""

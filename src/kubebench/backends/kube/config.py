@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import os
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
@@ -11,6 +12,14 @@ from ...durations import parse_duration
 from ...spec.base import Model, PluginConfig
 
 _DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+#: ``queue_timeout`` unless the spec says: a day in the queue (a queued job never waits forever).
+DEFAULT_QUEUE_TIMEOUT = 24 * 3600.0
+#: What PodSecurity's ``restricted`` profile asks of a pod (``pod-security-admission/policy``: a
+#: non-root user, the runtime's default seccomp profile) and of each container (no privilege
+#: escalation, every capability dropped). A fixed uid, so that images whose user is root run: on
+#: OpenShift, whose SCC assigns the uid, leave ``runAsUser`` out.
+RESTRICTED_POD: dict[str, Any] = {"runAsNonRoot": True, "runAsUser": 1000, "seccompProfile": {"type": "RuntimeDefault"}}
+RESTRICTED_CONTAINER: dict[str, Any] = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
 
 
 class StorageConfig(Model):
@@ -45,8 +54,10 @@ class KubernetesConfig(PluginConfig):
     #: Kueue LocalQueue: sets the ``kueue.x-k8s.io/queue-name`` label on every job. Time in the queue
     #: does not count against the run's timeout; it is recorded as the run's ``queue_seconds``.
     queue: str | None = None
-    #: How long a job may wait in the queue before its run times out (unset: as long as it takes).
-    queue_timeout: float | None = None
+    #: How long a job may wait in the queue before its run times out (null: as long as it takes). A job
+    #: whose Kueue Workload says it can never be admitted (more than the queue's quota, a resource or a
+    #: LocalQueue it does not have) fails after ``unschedulable_grace`` instead, with Kueue's reason.
+    queue_timeout: float | None = DEFAULT_QUEUE_TIMEOUT
     #: Keep finished jobs (and their finished pods) instead of deleting them once their logs are
     #: copied; pods still running or pending are deleted all the same, so that none holds GPUs.
     keep_jobs: bool = False
@@ -56,6 +67,12 @@ class KubernetesConfig(PluginConfig):
     #: The same while nodes are being added for a pod: a pod asking for GPUs, or one whose events
     #: show the cluster-autoscaler or Karpenter scaling up (GPU nodes take minutes to come up).
     scale_up_grace: float = 900.0
+    #: The ``securityContext`` of every pod of a job (and of ``kubebench doctor``'s probe pod) that sets
+    #: none: by default one that PodSecurity ``restricted`` admits; ``{}``: none (the image's user, root for
+    #: most, and whatever the namespace allows).
+    pod_security_context: dict[str, Any] = Field(default_factory=lambda: copy.deepcopy(RESTRICTED_POD))
+    #: The same for each of their containers (init containers too) that sets none.
+    container_security_context: dict[str, Any] = Field(default_factory=lambda: copy.deepcopy(RESTRICTED_CONTAINER))
     #: Size of the ``/dev/shm`` (a memory-backed emptyDir) given to every pod that has none: the
     #: container runtime's 64 MiB breaks NCCL and DataLoader workers; unset: no limit but the pod's memory.
     shm_size: str | None = None

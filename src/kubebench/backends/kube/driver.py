@@ -26,6 +26,9 @@ log = logging.getLogger("kubebench")
 #: (a TrainJob's JobSet defaults its pods to ``restartPolicy: OnFailure``, six retries): the first
 #: failure is the run's.
 RESTARTED_IN_PLACE = frozenset({"TrainJob"})
+#: Kinds whose operator ends the job when one replica succeeds (the master; a TFJob's worker 0), the
+#: others running or not started yet (training-operator v1.9, ``UpdateJobStatus``).
+SUCCEEDS_ON_ONE = frozenset({"PyTorchJob", "TFJob", "XGBoostJob"})
 
 
 class ClusterDriver(KindDriver[J]):
@@ -39,10 +42,27 @@ class ClusterDriver(KindDriver[J]):
         if handle.logs is None:
             return []
         try:
-            self.watches.list_pods(handle)  # the final state of every pod
+            pods = self.watches.list_pods(handle)  # the final state of every pod
         except BackendError as e:
             return [f"could not list the pods of {handle.title}: {e}"]
-        return handle.logs.finish(list(handle.seen.values()), handle.all_ended)
+        left = handle.succeeded and handle.resource.kind in SUCCEEDS_ON_ONE and st.unfinished(pods, _name_of(handle),
+                                                                                                handle.main)
+        warnings = handle.logs.finish(list(handle.seen.values()), handle.all_ended)
+        return warnings + (self._left_unfinished(handle) if left else [])
+
+    def _left_unfinished(self, handle: J) -> list[str]:
+        """A job that succeeded on one replica (a PyTorchJob's master, a TFJob's worker 0) may leave
+        others running, or still in an init container, once their logs are read (each stream given
+        ``DRAIN_SECONDS`` to end): said on the run, before the job and they are deleted (the pods
+        are listed again, after the drain)."""
+        try:
+            pods = self.watches.list_pods(handle)
+        except BackendError:
+            return []
+        left = st.unfinished(pods, _name_of(handle), handle.main)
+        for text in left:
+            log.warning("%s: %s", handle.title, text)
+        return left
 
     def timeline(self, handle: J) -> list[Boundary]:
         """The run's moments: what the watches saw, what its pods say, and their events (listed once
@@ -82,9 +102,19 @@ class ClusterDriver(KindDriver[J]):
     def _suspended(self, handle: J, obj: dict) -> JobStatus:
         handle.clock.job(obj)
         if handle.admitted_at is None:
-            return JobStatus("queued", reason=f"waiting in queue {self.cluster.config.queue or '(none)'}")
+            return self._queued(handle)
         return JobStatus("failed", None, f"preempted: {handle.title} was suspended after it started "
                                          "(Kueue preemption or eviction); its pods were stopped", infrastructure=True)
+
+    def _queued(self, handle: J) -> JobStatus:
+        """Waiting in the queue, with what its Kueue Workload says; failed once the Workload has said
+        for ``unschedulable_grace`` that it can never be admitted (see :mod:`.kueue`)."""
+        config, watch = self.cluster.config, handle.queue
+        if handle.uid:
+            watch.update(self.cluster.api, self.cluster.workloads(), handle.namespace, handle.uid)
+        if watch.never and watch.stuck_for() >= config.unschedulable_grace:
+            return JobStatus("failed", None, f"Kueue cannot admit {handle.title} (queue {config.queue}): {watch.never}")
+        return JobStatus("queued", reason=f"waiting in queue {config.queue or '(none)'}" + (f": {watch.why}" if watch.why else ""))
 
     def _disrupted(self, handle: J) -> JobStatus | None:
         """The run fails as the infrastructure's once the cluster stopped one of its replicas before
@@ -124,7 +154,7 @@ class ClusterDriver(KindDriver[J]):
                     return JobStatus("failed", found[1], f"{found[0]}; the run fails at its first failure")
         stuck = StuckCheck(self.cluster.api, self.cluster.config).check(
             handle.problems, handle.namespace, obj, pods, handle.admitted_at or time.monotonic(),
-            lambda: self.watches.list_pods(handle))
+            lambda: self.watches.list_pods(handle), handle.replicas)
         return JobStatus("failed", None, stuck) if stuck else JobStatus("running")
 
     def _gang_holds(self, handle: J, pods: list[dict]) -> str | None:

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
 
 from ...render import kinds
 from ..base import JobStatus
-from .api import Resource
+from .api import JOBS, Resource
 from .disruptions import Sightings
+from .kueue import QueueWatch
 from .logs import RunLogs
 from .podgroup import Gang
 from .stuck import Problems
@@ -58,6 +59,8 @@ class KubeJob:
     #: When each pod was first seen disrupted, or a container of it ended (see :mod:`.disruptions`).
     sightings: Sightings = field(default_factory=Sightings)
     problems: Problems = field(default_factory=Problems)
+    #: What its Kueue Workload says while it waits in the queue (see :mod:`.kueue`).
+    queue: QueueWatch = field(default_factory=QueueWatch)
     admitted_at: float | None = None
     succeeded: bool = False
     deleted: bool = False
@@ -70,6 +73,8 @@ class KubeJob:
     gang: Gang | None = None
     #: What the run's info should say about it (``gang_warning`` …).
     notes: dict[str, str] = field(default_factory=dict)
+    #: The batch Job holding the job's deadline of kubebench's own, when it has one (see :mod:`.keeper`).
+    keeper: str | None = None
 
     @property
     def title(self) -> str:
@@ -77,8 +82,8 @@ class KubeJob:
         return f"{self.resource.kind} {self.namespace}/{self.name}"
 
     def objects(self) -> list[tuple[Resource, str]]:
-        """What the run created on the cluster, in the order it is deleted: here the job."""
-        return [(self.resource, self.name)]
+        """What the run created on the cluster, in the order it is deleted: here the job (and its keeper)."""
+        return [(self.resource, self.name)] + ([(JOBS, self.keeper)] if self.keeper else [])
 
     @property
     def all_ended(self) -> bool:

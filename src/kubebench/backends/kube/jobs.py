@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 from ...errors import BackendError, SpecError
 from ...render import gang, kinds
 from ..base import JobStatus
-from . import objects, podgroup, runtimes
-from .api import PODS, Resource, resource_of
+from . import keeper, kueue, objects, podgroup, runtimes
+from .api import JOBS, PODS, Resource, resource_of
 from .config import KubernetesConfig
 from .driver import ClusterDriver
 from .handle import EXPERIMENT_LABEL, KubeJob, Submission
@@ -34,6 +34,10 @@ class OperatorJobs(ClusterDriver[KubeJob]):
         super().__init__(cluster, watches)
         #: (namespace, name) of the TrainingRuntimes made for gang-scheduled TrainJobs (see :mod:`.runtimes`).
         self.made_runtimes: set[tuple[str, str]] = set()
+        #: Kinds whose jobs Kueue let run without waiting in the queue: why (see :mod:`.kueue`); and
+        #: those it held, as it should.
+        self.unmanaged: dict[Resource, str] = {}
+        self.managed: set[Resource] = set()
 
     def prepare(self, manifest: dict[str, Any], config: KubernetesConfig) -> None:
         """Kueue manages MPIJobs of ``kubeflow.org/v2beta1`` only."""
@@ -79,14 +83,52 @@ class OperatorJobs(ClusterDriver[KubeJob]):
                                    {EXPERIMENT_LABEL: submission.selector.partition("=")[2]})
             if made is not None:
                 self.made_runtimes.add((handle.namespace, made))
+            if handle.resource in self.unmanaged:
+                raise BackendError(self.unmanaged[handle.resource])
+            self._keep(handle, manifest, submission.token)
             handle.clock.submitted = time.time()
             created = objects.create(self.cluster.api, handle.resource, handle.namespace, manifest, submission.token)
             handle.uid = created["metadata"].get("uid")
             handle.clock.job(created)
+            self._queued_or_refused(handle, manifest, created)
         except BaseException:
+            self._drop_keeper(handle, "Background")  # its job was not made, or is gone
             self.watches.forget(handle)
             raise
         return handle
+
+    def _keep(self, handle: KubeJob, manifest: dict[str, Any], token: str) -> None:
+        """Give the job a deadline of kubebench's own where its operator gives it none before it runs
+        (see :mod:`.keeper`): its keeper Job first, then the job as its dependent. Best effort: without
+        it (not allowed to create Jobs) the runner's timeout still ends the job while it runs."""
+        deadline = keeper.seconds(manifest, self.cluster.config)
+        if deadline is None:
+            return
+        body = keeper.keeper(manifest, self.cluster.config, deadline, token)
+        try:
+            created = objects.create(self.cluster.api, JOBS, handle.namespace, body, token)
+        except BackendError as e:
+            log.warning("%s: no deadline of kubebench's own (%s): if the runner is killed before its launcher "
+                        "starts, delete it by hand", handle.title, e)
+            return
+        handle.keeper = created["metadata"]["name"]
+        keeper.owned_by(manifest, created)
+
+    def _queued_or_refused(self, handle: KubeJob, manifest: dict[str, Any], created: dict[str, Any]) -> None:
+        """A job given a queue comes back suspended from Kueue's webhook; one that did not is of a kind
+        Kueue does not manage (its integrations): it would run without waiting, so it is deleted and
+        the run fails, as every later one of that kind does at once."""
+        queue = self.cluster.config.queue
+        why = kueue.unmanaged(manifest, created, queue) if queue else None
+        if why is None:
+            if queue and handle.resource not in self.managed:
+                self.managed.add(handle.resource)
+                log.info("Kueue manages %s: its job came back suspended, waiting in queue %s", handle.resource.kind, queue)
+            return
+        self.unmanaged[handle.resource] = why
+        self.delete(handle, handle.resource, handle.name)
+        handle.deleted = True
+        raise BackendError(why)
 
     def status(self, handle: KubeJob) -> JobStatus:
         """The job's phase from the watch's cache (see ``ClusterDriver.job_status``)."""
@@ -99,6 +141,7 @@ class OperatorJobs(ClusterDriver[KubeJob]):
         delete only its pods still running or pending, so that none keeps holding GPUs."""
         if handle.deleted or not self.cluster.config.keep_jobs or handle.stuck or handle.timed_out:
             return self.cancel(handle)
+        self._drop_keeper(handle, "Orphan")  # a kept job outlives its deadline keeper
         for pod in handle.seen.values():
             if (pod.get("status") or {}).get("phase") in ("Running", "Pending", None) \
                     and not pod["metadata"].get("deletionTimestamp"):
@@ -114,8 +157,21 @@ class OperatorJobs(ClusterDriver[KubeJob]):
                 log.warning("%s; its activeDeadlineSeconds will stop it", e)
                 return
             handle.deleted, handle.clock.deleted = True, time.time()
+        self._drop_keeper(handle, "Background")
         self.watches.forget(handle)
 
+    def _drop_keeper(self, handle: KubeJob, propagation: str) -> None:
+        """Delete the job's deadline keeper (``Orphan``: leaving the job be)."""
+        if handle.keeper is not None:
+            name, handle.keeper = handle.keeper, None
+            try:
+                self.cluster.api.delete(JOBS, handle.namespace, name, propagation)
+            except BackendError as e:
+                log.warning("%s; its TTL deletes it after its deadline", e)
+
     def reclaim(self, job: RenderedJob) -> None:
-        """Delete the job an earlier attempt left running (one that has ended is left to ``submit``)."""
+        """Delete the job an earlier attempt left running (one that has ended is left to ``submit``),
+        and its deadline keeper."""
         self.reclaim_object(resource_of(job.manifest), job.name)
+        if keeper.seconds(job.manifest, self.cluster.config) is not None:
+            self.reclaim_object(JOBS, keeper.name_of(job.name), job=False)

@@ -18,6 +18,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -45,6 +46,7 @@ class Stream:
     complete: bool = False  # the server ended the stream: the instance ended and all was read
     error: str = ""
     response: Any = None
+    opened: float = 0.0  # when its request went out (epoch seconds)
 
 
 class RunLogs:
@@ -84,6 +86,7 @@ class RunLogs:
     def _follow(self, stream: Stream) -> None:
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
+            stream.opened = time.time()
             stream.response = self.api.follow_log(self.namespace, stream.pod, stream.container)
             with open(stream.path, "wb") as f:
                 for chunk in stream.response.stream(1 << 16):
@@ -137,7 +140,7 @@ class RunLogs:
                 if instance < 0:
                     continue
                 stream = self._streams.get((uid, status["name"], instance))
-                if stream is not None and stream.complete:
+                if stream is not None and stream.complete and not (previous and _late(stream, status)):
                     continue
                 if not self._read(name, uid, status["name"], instance, previous, warnings) and stream is not None \
                         and stream.path.exists():
@@ -153,7 +156,9 @@ class RunLogs:
             warnings.append(f"could not read the log of {pod} ({container}): {e}")
             return False
         target = self._path(pod, uid, container, instance)
-        if target.exists() and target.stat().st_size > partial.stat().st_size:
+        stream = self._streams.get((uid, container, instance))
+        late = previous and stream is not None and stream.complete  # it may have followed the next instance
+        if target.exists() and target.stat().st_size > partial.stat().st_size and not late:
             partial.unlink()  # the stream holds more (the read lost the head to log rotation)
         else:
             partial.replace(target)
@@ -188,6 +193,22 @@ class RunLogs:
                     getattr(response, "shutdown", response.close)()
         for stream in streams:
             stream.done.wait(5)
+
+
+def _late(stream: Stream, status: dict[str, Any]) -> bool:
+    """Whether the stream of an earlier instance may have followed the current one instead: its request
+    went out once the current instance had started (to the second its ``startedAt`` gives). A kubelet
+    restarts a failed container at once the first time, and the log API streams the instance it
+    finds when the request arrives."""
+    state = status.get("state") or {}
+    # the current instance: running, ended, or (waiting to restart) the one that ended last
+    current = state.get("running") or state.get("terminated") or (status.get("lastState") or {}).get("terminated") or {}
+    started = str(current.get("startedAt") or "")
+    try:
+        when = datetime.strptime(started, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp()
+    except ValueError:
+        return False
+    return stream.opened >= when - 1.0
 
 
 def _statuses(pod: dict[str, Any]) -> list[dict[str, Any]]:

@@ -10,6 +10,8 @@ Kubernetes version has every field the jobs set (:mod:`kubebench.render.versions
 
 from __future__ import annotations
 
+import copy
+import logging
 import time
 import uuid
 from pathlib import Path
@@ -18,13 +20,12 @@ from typing import TYPE_CHECKING, Any, Callable
 from ...errors import BackendError, KubebenchError, PreflightError
 from ...render import versions
 from ..base import Check
-from . import objects
+from . import kueue, objects, runtimes
 from .api import JOBS, SERVICES, Api, Resource
 
 if TYPE_CHECKING:
     from .config import KubernetesConfig
 
-LOCAL_QUEUES = Resource("kueue.x-k8s.io", "v1beta1", "localqueues", "LocalQueue")
 JOB_VERBS = ("create", "get", "list", "watch", "delete")
 #: A Serving job's Service is created, read (a retried create) and deleted, never watched.
 SERVICE_VERBS = ("create", "get", "delete")
@@ -40,7 +41,11 @@ OPTIONAL_VERBS = (
     ("list", "", "events", "why a pod does not start (events) goes unreported"),
     ("get", "", "nodes", "provenance lacks the nodes' GPU product and instance type"),
 )
+#: The same, with a queue: (verb, group, resource, what).
+QUEUE_VERBS = (("list", "kueue.x-k8s.io", "workloads",
+                "a job Kueue can never admit waits until backend.queue_timeout instead of failing with Kueue's reason"),)
 PROBE_SECONDS = 180.0
+log = logging.getLogger("kubebench")
 
 
 def connect(api_of: Callable[[], Api], config: KubernetesConfig) -> Api:
@@ -77,6 +82,29 @@ def check(api: Api, namespace: str, manifests: list[dict[str, Any]], resources: 
         why = objects.not_served(api, resource)
         if why:
             raise PreflightError(why)
+    for why in filter(None, (runtimes.missing(api, namespace, m) for m in _trainjobs(manifests))):
+        raise PreflightError(why)
+
+
+def check_queue(api: Api, queue: str, manifests: list[dict[str, Any]]) -> None:
+    """With a queue: say which integrations the cluster's Kueue manages (from its configuration, where
+    kubebench may read it) and refuse a kind it does not manage; where it cannot tell, every job is
+    checked as it is created (see :mod:`.kueue`)."""
+    managed = kueue.frameworks(api)
+    if managed is None:
+        log.info("Kueue's configuration (%s/%s) cannot be read: each job is checked to be suspended by Kueue as "
+                 "it is created", kueue.CONFIG_NAMESPACE, kueue.CONFIG_MAP)
+        return
+    log.info("Kueue manages %s", ", ".join(managed))
+    for manifest in manifests:
+        framework = kueue.framework_of(manifest)
+        if framework is not None and framework not in managed:
+            raise PreflightError(kueue.not_managed(str(manifest.get("kind")), framework, queue))
+
+
+def _trainjobs(manifests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One TrainJob per runtime it names."""
+    return list({runtimes.named(m): m for m in manifests if m.get("kind") == "TrainJob"}.values())
 
 
 def doctor(api: Api, config: KubernetesConfig, namespace: str, manifests: list[dict[str, Any]],
@@ -94,10 +122,31 @@ def doctor(api: Api, config: KubernetesConfig, namespace: str, manifests: list[d
     checks += _access(api, config, namespace, resources, ships_spec)
     checks.append(_claim(api, config, namespace))
     checks.append(_probe(api, config, namespace, local_root, probe_image))
+    for manifest in _trainjobs(manifests):
+        why = runtimes.missing(api, namespace, manifest)
+        checks.append(Check(f"TrainJob runtime {runtimes.named(manifest)}", "fail" if why else "ok", why or "found"))
     if config.queue:
-        queue = api.get(LOCAL_QUEUES, namespace, config.queue) if api.served(LOCAL_QUEUES.group, LOCAL_QUEUES.version) else None
-        checks.append(Check("Kueue queue", "ok" if queue else "fail",
-                            config.queue if queue else f"LocalQueue {namespace}/{config.queue} not found (is Kueue installed?)"))
+        checks += _queue(api, config.queue, namespace, manifests)
+    return checks
+
+
+def _queue(api: Api, queue: str, namespace: str, manifests: list[dict[str, Any]]) -> list[Check]:
+    """The LocalQueue (at the newest Kueue version served), and the integrations Kueue manages."""
+    local_queues = kueue.resource(api, "localqueues", "LocalQueue")
+    found = api.get(local_queues, namespace, queue) if local_queues else None
+    checks = [Check("Kueue queue", "ok" if found else "fail",
+                    f"{queue} ({local_queues.api_version})" if found and local_queues
+                    else f"LocalQueue {namespace}/{queue} not found (is Kueue installed?)")]
+    managed = kueue.frameworks(api)
+    if managed is None:
+        checks.append(Check("Kueue integrations", "warn", f"cannot read Kueue's configuration ({kueue.CONFIG_NAMESPACE}/"
+                            f"{kueue.CONFIG_MAP}): each job is checked to be suspended by Kueue as it is created"))
+        return checks
+    kinds = {str(m.get("kind")): kueue.framework_of(m) for m in manifests if kueue.framework_of(m)}
+    missing = [kueue.not_managed(kind, framework, queue) for kind, framework in kinds.items()
+               if framework and framework not in managed]
+    checks.append(Check("Kueue integrations", "fail" if missing else "ok",
+                        "; ".join(missing) if missing else f"manages {', '.join(managed)}"))
     return checks
 
 
@@ -135,7 +184,8 @@ def _access(api: Api, config: KubernetesConfig, namespace: str, resources: list[
             refused.append(f"{verb} {resource}{'.' + group if group else ''} ({why})")
     checks.append(Check("permissions", "fail" if refused else "ok",
                         "not allowed: " + "; ".join(refused) if refused else f"{len(needed)} verbs allowed"))
-    for verb, group, resource, lost in OPTIONAL_VERBS:
+    optional = OPTIONAL_VERBS + (QUEUE_VERBS if config.queue else ())
+    for verb, group, resource, lost in optional:
         if not api.allowed(namespace, verb, group, resource):
             checks.append(Check(f"permission to {verb} {resource}", "warn", lost))
     return checks
@@ -182,13 +232,16 @@ def _probe(api: Api, config: KubernetesConfig, namespace: str, local_root: Path,
 def probe_job(config: KubernetesConfig, token: str, file_name: str, image: str) -> dict[str, Any]:
     """The Job of the claim probe: one pod mounting the claim that prints ``file_name`` from it."""
     mount = config.storage.mount_path.rstrip("/")
-    container = {"name": "probe", "image": image, "command": ["cat", f"{mount}/{file_name}"],
-                 "volumeMounts": [{"name": config.storage.volume, "mountPath": mount}]}
+    container: dict[str, Any] = {"name": "probe", "image": image, "command": ["cat", f"{mount}/{file_name}"],
+                                 "volumeMounts": [{"name": config.storage.volume, "mountPath": mount}]}
+    if config.container_security_context:
+        container["securityContext"] = copy.deepcopy(config.container_security_context)
     labels = {"kubebench.io/doctor": token}
+    security = {"securityContext": copy.deepcopy(config.pod_security_context)} if config.pod_security_context else {}
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": f"kb-doctor-{token}", "labels": labels},
             "spec": {"backoffLimit": 0, "activeDeadlineSeconds": int(PROBE_SECONDS), "ttlSecondsAfterFinished": 600,
                      "template": {"metadata": {"labels": dict(labels), "annotations": {"sidecar.istio.io/inject": "false"}},
-                                  "spec": {"restartPolicy": "Never", "containers": [container], "volumes": [
+                                  "spec": {"restartPolicy": "Never", "containers": [container], **security, "volumes": [
                                       {"name": config.storage.volume,
                                        "persistentVolumeClaim": {"claimName": config.storage.claim}}]}}}}
 

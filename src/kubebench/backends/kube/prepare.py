@@ -22,8 +22,10 @@ POD_WRITABLE = 0o1777
 def prepare(manifest: dict[str, Any], paths: RunPaths, config: KubernetesConfig, namespace: str,
             config_map: str | None, version: versions.Version | None) -> dict[str, Any]:
     """Mount the claim and a ``/dev/shm`` into every pod (and the ConfigMap ``config_map`` of the
-    spec's folder, as their working directory); one replica per pod (LOCAL_WORLD_SIZE); set
-    namespace and service account; refuse a field the cluster's Kubernetes ``version`` lacks.
+    spec's folder, as their working directory); one replica per pod (LOCAL_WORLD_SIZE); the security
+    contexts of ``backend.pod_security_context`` / ``container_security_context`` where a pod or
+    container sets none; set namespace and service account; refuse a field the cluster's Kubernetes
+    ``version`` lacks.
     In place; returns ``manifest``."""
     resource_of(manifest)  # refuses kinds that do not exist on Kubernetes (Process)
     meta = manifest.setdefault("metadata", {})
@@ -40,6 +42,7 @@ def prepare(manifest: dict[str, Any], paths: RunPaths, config: KubernetesConfig,
     # In Istio-injected namespaces (Kubeflow profiles) a classic sidecar outlives the job's container.
     kinds.set_template_annotations(manifest, {"sidecar.istio.io/inject": "false"})
     kinds.add_env_default(manifest, {"LOCAL_WORLD_SIZE": "1", "LOCAL_RANK": "0"})
+    kinds.set_security(manifest, config.pod_security_context, config.container_security_context)
     if config.service_account:
         kinds.set_pod_defaults(manifest, {"serviceAccountName": config.service_account})
     return manifest

@@ -12,10 +12,12 @@ from typing import Any
 
 from ...errors import BackendError
 from ...render.gang import RUNTIME_ANNOTATION
-from ...render.trainjob import TRAINER_NODE
+from ...render.trainjob import RUNTIME_POLICIES, TRAINER_NODE
 from .api import Api, Resource
 
 TRAINING_RUNTIMES = Resource("trainer.kubeflow.org", "v1alpha1", "trainingruntimes", "TrainingRuntime")
+#: Trainer's built-in runtimes.
+BUILT_IN = frozenset(RUNTIME_POLICIES)
 CLUSTER_TRAINING_RUNTIMES = Resource("trainer.kubeflow.org", "v1alpha1", "clustertrainingruntimes",
                                      "ClusterTrainingRuntime")
 
@@ -59,3 +61,38 @@ def ensure(api: Api, namespace: str, manifest: dict[str, Any], labels: dict[str,
                            "that has podGroupPolicy in job.runtime)")
     api.create(TRAINING_RUNTIMES, namespace, runtime(name, base, made_of, labels))  # None: made meanwhile
     return name
+
+
+#: Where Trainer's built-in runtimes come from (v2.3: its Helm chart installs none by default, nor does
+#: its ``manager`` overlay; the ``runtimes`` overlay does).
+INSTALL_RUNTIMES = ('kubectl apply --server-side -k "https://github.com/kubeflow/trainer.git/manifests/overlays/runtimes'
+                    '?ref=v2.3.0", or helm upgrade kubeflow-trainer … --set runtimes.torchDistributed.enabled=true')
+
+
+def named(manifest: dict[str, Any]) -> str:
+    """``<Kind> <name>`` of the runtime a TrainJob runs on (for a gang-scheduled one: the
+    ClusterTrainingRuntime kubebench makes its TrainingRuntime of)."""
+    found = wanted(manifest)
+    if found is not None:
+        return f"ClusterTrainingRuntime {found[1]['base']}"
+    ref = (manifest.get("spec") or {}).get("runtimeRef") or {}
+    return f"{ref.get('kind') or 'ClusterTrainingRuntime'} {ref.get('name', '')}"
+
+
+def missing(api: Api, namespace: str, manifest: dict[str, Any]) -> str | None:
+    """Why the TrainJob ``manifest`` cannot run: the runtime it names is not on the cluster, and how to
+    install it (Trainer's webhook refuses a TrainJob whose runtime does not exist); None when it is
+    there, or when kubebench may not read runtimes (the webhook then says it at create)."""
+    kind, _, name = named(manifest).partition(" ")
+    try:
+        found = api.get_cluster(CLUSTER_TRAINING_RUNTIMES, name) if kind == "ClusterTrainingRuntime" \
+            else api.get(TRAINING_RUNTIMES, namespace, name)
+    except BackendError:
+        return None  # e.g. 403: not allowed to read runtimes
+    if found is not None:
+        return None
+    where = "" if kind == "ClusterTrainingRuntime" else f" in namespace {namespace}"
+    hint = f"install Trainer's built-in runtimes ({INSTALL_RUNTIMES})" if name in BUILT_IN \
+        else "create it (kubectl get clustertrainingruntimes lists those there are)"
+    return (f"{kind} {name!r} not found{where}: every TrainJob runs on a runtime, which must exist before it is "
+            f"created; {hint}, or name one the cluster has in job.runtime")

@@ -231,3 +231,25 @@ def container_statuses(pod: dict[str, Any]) -> list[dict[str, Any]]:
     """The statuses of the pod's init containers, then of its containers."""
     status = pod.get("status") or {}
     return (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or [])
+
+
+def unfinished(pods: list[dict[str, Any]], name_of: Callable[[dict[str, Any]], str] = replica_name,
+               main: frozenset[str] | None = None) -> list[str]:
+    """What a job that succeeded left unfinished: replicas that never ran (their init container still
+    waiting: training-operator's ``init-pytorch`` waits for the master's address, and a PyTorchJob
+    succeeds when its master does) and replicas still running (their log ends where the run stopped
+    reading it). Pods that ended or are being deleted are not counted."""
+    found = []
+    for pod in sorted(pods, key=rank):
+        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed") or (pod.get("metadata") or {}).get("deletionTimestamp"):
+            continue
+        status = pod.get("status") or {}
+        ours = [s for s in status.get("containerStatuses") or [] if main is None or s.get("name") in main]
+        if any("running" in (s.get("state") or {}) for s in ours):
+            found.append(f"{name_of(pod)} was still running when the job succeeded: its log ends there")
+        elif not any(started({"status": {"containerStatuses": [s]}}) for s in ours):
+            waiting = next((s["name"] for s in status.get("initContainerStatuses") or []
+                            if "terminated" not in (s.get("state") or {})), None)
+            where = f"its init container {waiting} had not finished" if waiting else "it had not started"
+            found.append(f"{name_of(pod)} never ran: {where} when the job succeeded")
+    return found

@@ -15,7 +15,9 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
+from ...errors import BackendError
 from . import status as st
+from .api import JOBS
 
 if TYPE_CHECKING:
     from .api import Api
@@ -23,9 +25,15 @@ if TYPE_CHECKING:
 
 #: Event reasons saying that nodes are being added for a pod.
 SCALE_UP_EVENTS = frozenset({"TriggeredScaleUp", "Nominated"})
-#: Event reasons that explain a pod that does not start, or a job that gets no pods.
+#: Event reasons that explain a pod that does not start, or a job that gets no pods: the kubelet's and
+#: scheduler's; the Job controller's ``FailedCreate`` (on a batch Job, a TrainJob's child Job, an MPIJob's
+#: launcher Job); training-operator v1's ``FailedCreatePod`` (``control/pod_control.go``); mpi-operator's
+#: ``MPIJobFailed`` ("worker pod created failed: …", ``mpi_job_controller.go``).
 EXPLAINING_EVENTS = frozenset({"FailedMount", "FailedAttachVolume", "FailedCreatePodSandBox", "FailedCreate",
-                               "FailedScheduling", "Failed", "BackOff"})
+                               "FailedCreatePod", "MPIJobFailed", "FailedScheduling", "Failed", "BackOff"})
+#: The label naming its job on the child Jobs that create a job's pods: a TrainJob's JobSet makes one
+#: per replicated job (``<jobset>-<replicatedJob>-<index>``), mpi-operator an MPIJob's launcher Job.
+CHILD_JOB_LABELS = {"TrainJob": "jobset.sigs.k8s.io/jobset-name", "MPIJob": "training.kubeflow.org/job-name"}
 
 
 @dataclass
@@ -49,10 +57,11 @@ class StuckCheck:
         self.api, self.config = api, config
 
     def check(self, problems: Problems, namespace: str, job: dict[str, Any], pods: list[dict[str, Any]],
-              admitted_at: float, list_pods: Callable[[], list[dict[str, Any]]]) -> str | None:
+              admitted_at: float, list_pods: Callable[[], list[dict[str, Any]]], expected: int = 0) -> str | None:
         """The description of a problem that lasted past its grace, else None (``list_pods`` asks
-        the API for the pods when the watch shows none: it may only lag behind)."""
-        self._list_pods = list_pods
+        the API for the pods when the watch shows none: it may only lag behind; ``expected``: how
+        many pods the job has once all are made, when fewer are there for a reason, it is said)."""
+        self._list_pods, self._expected = list_pods, expected
         now, seen = time.monotonic(), {}
         for pod in pods:
             found = st.problem_class(pod)
@@ -61,9 +70,13 @@ class StuckCheck:
                 first = problems.seen.get((name, found[0]), (now, ""))[0]
                 text = f"pod {name}: {found[1]}" + (f": {found[2]}" if found[2] else "")
                 seen[(name, found[0])] = (first, text)
+        title = f"{job.get('kind', 'job')} {namespace}/{job['metadata']['name']}"
         if not pods:
             first = problems.seen.get(("", "no pods"), (admitted_at, ""))[0]
-            seen[("", "no pods")] = (first, f"{job.get('kind', 'job')} {namespace}/{job['metadata']['name']} has no pods")
+            seen[("", "no pods")] = (first, f"{title} has no pods")
+        elif len(pods) < expected:  # some made, the others not (yet): explained only by an event saying why
+            first = problems.seen.get(("", "missing pods"), (now, ""))[0]
+            seen[("", "missing pods")] = (first, f"{title} has {len(pods)} of its {expected} pods")
         problems.seen = seen
         for (pod_name, kind), (first, text) in sorted(seen.items(), key=lambda item: item[1]):
             if now - first >= self._grace(problems, namespace, job, pods, pod_name, kind):
@@ -97,14 +110,35 @@ class StuckCheck:
                    kind: str, text: str) -> str | None:
         """What is stuck, with what its events say; None for a container still starting without a
         warning event (its events are read again after another grace)."""
-        if kind not in ("starting", "no pods"):
+        if kind not in ("starting", "no pods", "missing pods"):
             return text
-        target = job if kind == "no pods" else next(p for p in pods if p["metadata"]["name"] == pod_name)
-        uid = target["metadata"].get("uid", "")
-        why = _describe(self.api.events(namespace, uid) if uid else [])
-        if kind == "starting" and not why or kind == "no pods" and self._list_pods():
-            return None
+        if kind == "starting":
+            uid = next(p for p in pods if p["metadata"]["name"] == pod_name)["metadata"].get("uid", "")
+            why = _describe(self.api.events(namespace, uid) if uid else [])
+            return f"{text}: {why}" if why else None
+        if kind == "no pods" and self._list_pods() or kind == "missing pods" and len(self._list_pods()) >= self._expected:
+            return None  # the watch lagged behind
+        why = _describe(self._job_events(namespace, job))
+        if kind == "missing pods" and not why:
+            return None  # still being made (an MPIJob's launcher waits for its workers): looked at again later
         return f"{text}: {why}" if why else text
+
+    def _job_events(self, namespace: str, job: dict[str, Any]) -> list[dict[str, Any]]:
+        """The events of the job and of the child Jobs that make its pods (see ``CHILD_JOB_LABELS``)."""
+        uid, name = job["metadata"].get("uid", ""), job["metadata"]["name"]
+        events = self.api.events(namespace, uid) if uid else []
+        label = CHILD_JOB_LABELS.get(str(job.get("kind")))
+        if label is None:
+            return events
+        try:
+            children = self.api.list(JOBS, namespace, f"{label}={name}").get("items") or []
+        except BackendError:
+            return events  # may not list Jobs: the job's own events are what there is
+        for child in children:
+            owners = {r.get("uid") for r in child["metadata"].get("ownerReferences") or []}
+            if child["metadata"].get("uid") and (uid in owners or job.get("kind") == "TrainJob"):
+                events += self.api.events(namespace, child["metadata"]["uid"])
+        return events
 
 
 def _describe(events: list[dict[str, Any]]) -> str:
