@@ -219,23 +219,13 @@ def _execute(experiment: Experiment, store: Store, progress: Progress, width: in
 def _adaptive_rounds(experiment: Experiment, policy: AdaptiveRepeats, store: Store, record: ExperimentRecord,
                      progress: Progress, run_all: Callable[[list[Run]], None]) -> None:
     """Add rounds of runs to the trials whose primary metric's CI is still too wide."""
-    plan, primary = experiment.plan, experiment.loaded.spec.primary_metric
+    primary = experiment.loaded.spec.primary_metric
     assert primary is not None  # the spec model refuses adaptive repeats without metrics
-    metric = primary.name
-    repeat = max((r.repeat for r in plan.runs if not r.warmup), default=-1) + 1
-    while True:
-        counted = [r for r in store.runs(plan.experiment_id) if not r.warmup]
-        values = {t.id: [r.metrics[metric] for r in counted if r.trial_id == t.id and r.status == "succeeded"
-                         and metric in r.metrics] for t in plan.trials}
-        runs_done = {t.id: sum(1 for r in counted if r.trial_id == t.id and r.status != "pending") for t in plan.trials}
-        new = next_round(plan.trials, values, runs_done, repeat, policy)
-        if not new:
-            return
-        store.begin_experiment(record, replace(plan, runs=tuple(new)))
-        done = store.succeeded_run_ids(plan.experiment_id)
-        progress.added(len(new))
-        run_all([r for r in new if r.id not in done])
-        repeat += 1
+
+    def next_runs(values: dict[str, list[float]], runs_done: dict[str, int], repeat: int) -> list[Run]:
+        return next_round(experiment.plan.trials, values, runs_done, repeat, policy)
+
+    _rounds(experiment.plan, primary.name, store, record, progress, run_all, next_runs)
 
 
 def _decision_rounds(experiment: Experiment, against: Against, store: Store, record: ExperimentRecord,
@@ -243,17 +233,30 @@ def _decision_rounds(experiment: Experiment, against: Against, store: Store, rec
     """Add a run to every trial not yet decided against its base, round after round; store each
     trial's decision as it is made (a resume replays the same runs to the same decisions)."""
     plan = experiment.plan
-    repeat = max((r.repeat for r in plan.runs if not r.warmup), default=-1) + 1
     stored: set[str] = set()
-    while True:
-        counted = [r for r in store.runs(plan.experiment_id, logs=False) if not r.warmup]
-        values = {t.id: [r.metrics[against.metric] for r in counted if r.trial_id == t.id and r.status == "succeeded"
-                         and against.metric in r.metrics] for t in plan.trials}
-        runs_done = {t.id: sum(1 for r in counted if r.trial_id == t.id and r.status != "pending") for t in plan.trials}
+
+    def next_runs(values: dict[str, list[float]], runs_done: dict[str, int], repeat: int) -> list[Run]:
         new, decided = decision_round(plan.trials, values, runs_done, repeat, against)
         store.record_decisions([decision_record(plan.experiment_id, trial_id, against, d)
                                 for trial_id, d in decided.items() if trial_id not in stored])
         stored.update(decided)
+        return new
+
+    _rounds(plan, against.metric, store, record, progress, run_all, next_runs)
+
+
+def _rounds(plan: Plan, metric: str, store: Store, record: ExperimentRecord, progress: Progress,
+            run_all: Callable[[list[Run]], None],
+            next_runs: Callable[[dict[str, list[float]], dict[str, int], int], list[Run]]) -> None:
+    """Round after round: each trial's values of ``metric`` and runs so far to ``next_runs``, whose runs
+    are recorded and run, until it asks for none."""
+    repeat = max((r.repeat for r in plan.runs if not r.warmup), default=-1) + 1
+    while True:
+        counted = [r for r in store.runs(plan.experiment_id, logs=False) if not r.warmup]
+        values = {t.id: [r.metrics[metric] for r in counted if r.trial_id == t.id and r.status == "succeeded"
+                         and metric in r.metrics] for t in plan.trials}
+        runs_done = {t.id: sum(1 for r in counted if r.trial_id == t.id and r.status != "pending") for t in plan.trials}
+        new = next_runs(values, runs_done, repeat)
         if not new:
             return
         store.begin_experiment(record, replace(plan, runs=tuple(new)))
