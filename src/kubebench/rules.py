@@ -23,6 +23,8 @@ GATE_POWER = 0.9
 #: Whether larger or smaller values of a metric are better.
 Goal = Literal["maximize", "minimize"]
 GOALS: tuple[Goal, ...] = ("maximize", "minimize")
+#: What a comparison of a candidate with its base says, whichever test made it (a pair, a sequence of rounds).
+Verdict = Literal["improved", "regressed", "unchanged", "inconclusive"]
 #: The goal of a metric that declares none (throughputs are the common case).
 DEFAULT_GOAL: Goal = "maximize"
 #: Energy and money spent (kubebench's energy and cost metrics): less is better unless declared otherwise.

@@ -32,9 +32,9 @@ from typing import Any
 from kubebench.errors import SpecError
 from kubebench.numerics.stats import NAN, Summary, _json_number, summarize
 from kubebench.numerics.twosample import shift_test
-from kubebench.rules import COMPARE_ALPHA, COMPARE_THRESHOLD, GOALS, Goal
+from kubebench.rules import COMPARE_ALPHA, COMPARE_THRESHOLD, GOALS, Goal, Verdict
 
-from .decision import Verdict, decide
+from .decision import decide
 
 
 @dataclass(frozen=True)

@@ -29,12 +29,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
 
 from ..numerics.twosample import ShiftTest, detectable_change, shift_test
-from ..rules import COMPARE_ALPHA, COMPARE_THRESHOLD, GATE_POWER, GOALS, Goal
+from ..rules import COMPARE_ALPHA, COMPARE_THRESHOLD, GATE_POWER, GOALS, Goal, Verdict
 
-Verdict = Literal["improved", "regressed", "unchanged", "inconclusive"]
 NAN = math.nan
 
 

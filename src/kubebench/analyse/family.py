@@ -21,9 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from ..rules import Goal
+from ..rules import Goal, Verdict
 from .compare import Comparison, compare, rule_p
-from .decision import Verdict
 
 Correction = Literal["holm", "bh"]
 CORRECTIONS: dict[str, str] = {"holm": "Holm (family-wise error rate)", "bh": "Benjamini–Hochberg (false discovery rate)"}

@@ -41,16 +41,15 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from statistics import NormalDist
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from ..rules import COMPARE_ALPHA, Goal
+from ..rules import COMPARE_ALPHA, Goal, Verdict
 from .stats import _json_number, t_quantile
 
 if TYPE_CHECKING:
     import numpy as np
 
 #: The verdict words of :mod:`kubebench.analyse.compare` (the same four, spelled the same).
-Verdict = Literal["improved", "regressed", "unchanged", "inconclusive"]
 
 #: False ``regressed`` (and false ``improved``) allowed on equal distributions, each.
 ALPHA = COMPARE_ALPHA
