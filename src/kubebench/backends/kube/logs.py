@@ -114,12 +114,16 @@ class RunLogs:
     def finish(self, pods: list[dict[str, Any]], wait_all: bool) -> list[str]:
         """Let the streams end (those of containers seen ended; all of them with ``wait_all``: the
         job succeeded or was deleted, so every container ends), read what they missed, name each
-        replica's log; returns warnings."""
+        replica's log; returns warnings. An init container still running is not waited for: it waits
+        for a peer (training-operator's ``init-pytorch`` for its master) that has ended, and would
+        hold every run ``DRAIN_SECONDS``; what it wrote so far is read all the same."""
         ended = {(_uid(p), s["name"], int(s.get("restartCount") or 0))
                  for p in pods for s in _statuses(p) if "terminated" in (s.get("state") or {})}
+        waiting = {(_uid(p), s["name"]) for p in pods for s in ((p.get("status") or {}).get("initContainerStatuses") or [])
+                   if "terminated" not in (s.get("state") or {})}
         deadline = time.monotonic() + DRAIN_SECONDS
         for key, stream in list(self._streams.items()):
-            if wait_all or key in ended or key[2] < _restarts(pods, key[0], key[1]):
+            if key in ended or key[2] < _restarts(pods, key[0], key[1]) or (wait_all and key[:2] not in waiting):
                 stream.done.wait(max(0.0, deadline - time.monotonic()))
         self.close()
         warnings: list[str] = []
