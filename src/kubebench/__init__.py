@@ -42,7 +42,7 @@ def report(**metrics: float) -> None:
             raise ValueError(f"metric {name!r} is not a finite number: {value!r}")
         parts.append(f"{name}={number!r}")
     if parts:
-        print(METRIC_LINE_PREFIX, *parts, flush=True, file=sys.stdout)
+        write_line(" ".join((METRIC_LINE_PREFIX, *parts)))
 
 
 def mark(name: str, t: float | None = None) -> None:
@@ -58,4 +58,14 @@ def mark(name: str, t: float | None = None) -> None:
     when = time.time() if t is None else float(t)
     if not math.isfinite(when):
         raise ValueError(f"mark {name!r}: the time is not a finite number: {t!r}")
-    print(f"{MARK_LINE_PREFIX} {name} t={when:.6f}", flush=True, file=sys.stdout)
+    write_line(f"{MARK_LINE_PREFIX} {name} t={when:.6f}")
+
+
+def write_line(text: str) -> None:
+    """Write ``text`` and its newline to stdout in one write, and flush.
+
+    The processes of a replica share one log, unbuffered (``PYTHONUNBUFFERED``): ``print`` writes its
+    parts and its newline one write each, so another rank's line could land inside this one.
+    """
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()

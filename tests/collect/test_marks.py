@@ -42,3 +42,34 @@ def test_each_replica_log_gives_its_own_marks(tmp_path: Path) -> None:
     assert set(found) == {("master-0", "imports_done"), ("worker-1", "imports_done"), ("worker-1", "last_step")}
     assert found[("worker-1", "last_step")].t == 9.5 and found[("worker-1", "last_step")].source == "workload"
     assert workload_marks(tmp_path / "missing") == []
+
+
+# Two ranks of one replica writing to one unbuffered log at once (review of a flaky 2 × 2 run: rank 1's
+# closing line landed between rank 0's metric line and its newline, and was lost to both readers).
+RANK = """
+import sys, kubebench
+from kubebench.workloads.measure import report_replica
+for i in range(1500):
+    kubebench.report(images_per_sec=100.0 + i, step_time_p50=0.25, step_time_p99=0.5)
+    kubebench.mark("first_step", t=1767225600.5)
+    report_replica(int(sys.argv[1]), 2, "0" * 64, 12.5)
+"""
+
+
+def test_ranks_sharing_an_unbuffered_log_never_split_each_others_lines(tmp_path: Path) -> None:
+    import os
+    import re
+    import subprocess
+    import sys
+
+    log = tmp_path / "master-0.log"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    with log.open("wb") as out:  # one open file shared by both processes, as a replica's log is
+        ranks = [subprocess.Popen([sys.executable, "-c", RANK, str(rank)], stdout=out, env=env) for rank in (0, 1)]
+        assert [rank.wait(timeout=120) for rank in ranks] == [0, 0]
+    whole = re.compile(r"KUBEBENCH_METRIC images_per_sec=\d+\.0 step_time_p50=0\.25 step_time_p99=0\.5"
+                       r"|KUBEBENCH_MARK first_step t=1767225600\.500000"
+                       r"|rank [01] of 2: params_sha256=0{64} own_rate=12\.5")
+    lines = log.read_text().splitlines()
+    assert len(lines) == 2 * 3 * 1500
+    assert [line for line in lines if not whole.fullmatch(line)] == []

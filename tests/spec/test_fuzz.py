@@ -93,7 +93,7 @@ def test_cli_exit_code_2_for_bad_input(text: str, tmp_path: Path, home: Path) ->
 
 # --- through the CLI: exit code 2 and one clear line, whatever the input -----------------------
 
-CLI_FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+CLI_FUZZ = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 MANIFEST = ("apiVersion: batch/v1\nkind: Job\nmetadata: {name: fuzz}\nspec:\n  template:\n    spec:\n"
             "      containers:\n      - name: main\n        command: [python, -c, \"print({{ a }})\"]\n")
 identifiers = st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True).filter(lambda n: n not in ("a", "params", "kubebench"))

@@ -113,7 +113,7 @@ def params_digest(chunks: Iterable[bytes]) -> str:
 def report_replica(rank: int, world_size: int, digest: str, own_rate: float | None = None) -> None:
     """Print a replica's closing line: its parameter digest and, for a throughput benchmark, its own rate."""
     rate = "" if own_rate is None else f" own_rate={own_rate!r}"
-    print(f"rank {rank} of {world_size}: params_sha256={digest}{rate}", flush=True)
+    kubebench.write_line(f"rank {rank} of {world_size}: params_sha256={digest}{rate}")
 
 
 def report_replicas(rank: int, world_size: int, comm: Any, digest: str, own_rate: float | None = None) -> None:
