@@ -29,8 +29,9 @@ metrics:
 """
 
 
-def run_noisy(write, exp_id: str, speed: float, workers: str = "1") -> None:
-    spec = write(f"{exp_id}.yaml", NOISY.replace("SPEED", str(speed)).replace("workers: 1", f"workers: {workers}"))
+def run_noisy(write, exp_id: str, speed: float, workers: str = "1", repeats: int = 10) -> None:
+    spec = write(f"{exp_id}.yaml", NOISY.replace("SPEED", str(speed)).replace("workers: 1", f"workers: {workers}")
+                 .replace("repeats: 10", f"repeats: {repeats}"))
     result = runner.invoke(app, ["run", str(spec), "--id", exp_id])
     assert result.exit_code == 0, result.output
 
@@ -99,7 +100,7 @@ def test_scaling_efficiency_of_a_workers_sweep(home: Path, write) -> None:
 
 
 def test_analysis_errors_are_clear(home: Path, write) -> None:
-    run_noisy(write, "one", 1.0)
+    run_noisy(write, "one", 1.0, repeats=2)
     assert "no experiment 'nope'" in runner.invoke(app, ["compare", "one", "nope"]).output
     runner.invoke(app, ["run", str(write("p.yaml", "name: p\njob: {command: [python, -c, 'import kubebench; kubebench.report(t=1)']}\nmetrics: [{name: t}]\n")), "--id", "plain"])
     missing = runner.invoke(app, ["scaling", "plain"])
@@ -117,8 +118,8 @@ def test_compare_warns_when_environments_differ(home: Path, write) -> None:
     from kubebench.store import schema
     from kubebench.store.store import open_store
 
-    run_noisy(write, "env-a", 1.0)
-    run_noisy(write, "env-b", 1.0)
+    run_noisy(write, "env-a", 1.0, repeats=3)
+    run_noisy(write, "env-b", 1.0, repeats=3)
     quiet = runner.invoke(app, ["compare", "env-a", "env-b"])
     assert quiet.exit_code == 0 and "environments differ" not in quiet.output
     store = open_store(settings().store_url)

@@ -21,7 +21,7 @@ parameters:
   workers: [1, 2, 4]
   batch: [8, 16]
   speed: SPEED
-repeats: 5
+repeats: 3
 metrics:
   - {name: throughput, primary: true}
 """

@@ -36,7 +36,7 @@ repeats: 2
 parallelism: 2
 metrics: [{name: v}]
 """ % ", ".join(str(n) for n in range(1, 21))
-KILLS = 10
+KILLS = 7
 
 
 @pytest.mark.slow
