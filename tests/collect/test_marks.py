@@ -53,6 +53,7 @@ for i in range(1500):
     kubebench.report(images_per_sec=100.0 + i, step_time_p50=0.25, step_time_p99=0.5)
     kubebench.mark("first_step", t=1767225600.5)
     report_replica(int(sys.argv[1]), 2, "0" * 64, 12.5)
+    print("images/sec:", 12.5, "rank", sys.argv[1], flush=True)  # a workload's own line, in parts
 """
 
 
@@ -69,7 +70,8 @@ def test_ranks_sharing_an_unbuffered_log_never_split_each_others_lines(tmp_path:
         assert [rank.wait(timeout=120) for rank in ranks] == [0, 0]
     whole = re.compile(r"KUBEBENCH_METRIC images_per_sec=\d+\.0 step_time_p50=0\.25 step_time_p99=0\.5"
                        r"|KUBEBENCH_MARK first_step t=1767225600\.500000"
-                       r"|rank [01] of 2: params_sha256=0{64} own_rate=12\.5")
+                       r"|rank [01] of 2: params_sha256=0{64} own_rate=12\.5"
+                       r"|images/sec: 12\.5 rank [01]")
     lines = log.read_text().splitlines()
-    assert len(lines) == 2 * 3 * 1500
+    assert len(lines) == 2 * 4 * 1500
     assert [line for line in lines if not whole.fullmatch(line)] == []
