@@ -1,4 +1,5 @@
-"""What the bench scripts share: CPU pinning, the machine's state, and the statistics of paired rounds.
+"""What the bench scripts share: CPU pinning, the machine's state, the statistics of paired rounds, and
+the virtual environments of the peers they compare against.
 
 Every figure of the harness is a ratio of two arms measured in the same run, alternated round by
 round, so that a machine that gets busier or quieter during the run hits both arms alike. The
@@ -12,8 +13,11 @@ import math
 import os
 import platform
 import statistics
+import subprocess
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -113,3 +117,16 @@ def spread(values: Sequence[float]) -> str:
 
 def verdict(ok: bool) -> str:
     return "PASS" if ok else "FAIL"
+
+
+def pinned_venv(folder: Path, packages: Sequence[str]) -> Path:
+    """The Python of a virtual environment at ``folder`` with ``packages`` (pinned), made once; made
+    again when the pins change."""
+    python, marker = folder / "bin" / "python", folder / ".installed"
+    if marker.exists() and marker.read_text() == " ".join(packages):
+        return python
+    print(f"making {folder} ({', '.join(packages)})", flush=True)
+    subprocess.run([sys.executable, "-m", "venv", "--clear", str(folder)], check=True)
+    subprocess.run([str(python), "-m", "pip", "install", "-q", *packages], check=True)
+    marker.write_text(" ".join(packages))
+    return python

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+from benchlib import pinned_venv
 
 if TYPE_CHECKING:
     from kubebench.analyse.changepoint import Floor
@@ -209,13 +210,7 @@ print(json.dumps(out))
 
 def ensure_otava() -> None:
     """bench/.venv-otava with Apache Otava (pinned), made once."""
-    marker = OTAVA_VENV / ".installed"
-    if marker.exists() and marker.read_text() == " ".join(OTAVA_PACKAGES):
-        return
-    print(f"making {OTAVA_VENV} ({', '.join(OTAVA_PACKAGES)})", flush=True)
-    subprocess.run([sys.executable, "-m", "venv", "--clear", str(OTAVA_VENV)], check=True)
-    subprocess.run([str(OTAVA_PYTHON), "-m", "pip", "install", "-q", *OTAVA_PACKAGES], check=True)
-    marker.write_text(" ".join(OTAVA_PACKAGES))
+    pinned_venv(OTAVA_VENV, OTAVA_PACKAGES)
 
 
 def otava_rates(scenario: Scenario, seeds: Sequence[int]) -> dict[str, float]:

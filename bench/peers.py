@@ -43,7 +43,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchlib import load_line, machine_line, pin
+from benchlib import load_line, machine_line, pin, pinned_venv
 
 import kubebench
 
@@ -177,13 +177,7 @@ def printed(argv: list[str]) -> float:
 
 def ensure_peers() -> None:
     """bench/.venv-peers with Hydra and MLflow (pinned), made once."""
-    marker = PEERS_VENV / ".installed"
-    if marker.exists() and marker.read_text() == " ".join(PEER_PACKAGES):
-        return
-    print(f"making {PEERS_VENV} ({', '.join(PEER_PACKAGES)})", flush=True)
-    subprocess.run([sys.executable, "-m", "venv", "--clear", str(PEERS_VENV)], check=True)
-    subprocess.run([str(PEERS_PYTHON), "-m", "pip", "install", "-q", *PEER_PACKAGES], check=True)
-    marker.write_text(" ".join(PEER_PACKAGES))
+    pinned_venv(PEERS_VENV, PEER_PACKAGES)
 
 
 # 1. Overhead per run and fixed cost ------------------------------------------------------------
